@@ -1,0 +1,1 @@
+"""What to try: Hypothesis strategies for configs, workloads and token models."""
