@@ -1,0 +1,241 @@
+"""Run one workload on one implementation, step by step, and copy out a plain-data trace.
+
+Per step: add the arrivals in order, `schedule()`, snapshot, `update()`, snapshot (and, if
+the workload asks, `update()` again, snapshot). The driver keeps the implementation's
+objects only to read them: every value it records is type-checked and copied into str,
+int and tuples at once, so nothing recorded can change later or lie about equality.
+Anything that breaks the contract ends the run with a `Failure` (check C1).
+"""
+
+from __future__ import annotations
+
+import enum
+import traceback
+from collections import deque
+from types import ModuleType
+from typing import Any
+
+from invariants.liveness import liveness_bound
+from invariants.trace import Failure, Sample, SeqState, State, Step, Trace, Update
+from invariants.workload import Workload
+
+STATUS_NAMES = frozenset({"WAITING", "RUNNING", "FINISHED"})
+
+
+class ContractError(Exception):
+    """The implementation broke the submission contract; the message says how."""
+
+
+def show(value: object, limit: int = 80) -> str:
+    """A short repr that survives objects whose repr is broken or huge."""
+    try:
+        text = repr(value)
+    except Exception:  # its __repr__ is the implementation's code
+        text = f"<{type(value).__name__} with a broken repr>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def plain_int(value: object, what: str) -> int:
+    if type(value) is not int:
+        raise ContractError(f"{what} must be an int, got {type(value).__name__} {show(value)}")
+    return value
+
+
+class Recorder:
+    """The `sample_fn` the implementation gets: the token model, plus a log of its calls (I3)."""
+
+    def __init__(self, workload: Workload, ids_by_obj: dict[int, str]) -> None:
+        self.model = workload.model
+        self.eos = workload.config.eos_token_id
+        self.ids_by_obj = ids_by_obj
+        self.samples: list[Sample] = []
+        self.error: ContractError | None = None  # kept even if the caller swallows it
+
+    def __call__(self, seq: Any) -> int:
+        try:
+            seq_id = self.ids_by_obj.get(id(seq))
+            if seq_id is None:
+                raise ContractError(
+                    f"sample_fn was called with {show(seq)}, which is not one of the "
+                    "sequences added to the scheduler"
+                )
+            output = read_output(seq, seq_id)
+            computed = plain_int(seq.num_computed, f"{seq_id}.num_computed")
+            tokens = plain_int(seq.num_tokens, f"{seq_id}.num_tokens")
+        except ContractError as e:
+            self.error = self.error or e
+            raise
+        self.samples.append(Sample(seq_id, computed, tokens))
+        return self.model.next_token(seq_id, output, self.eos)
+
+    def take(self) -> tuple[Sample, ...]:
+        samples, self.samples = tuple(self.samples), []
+        if self.error is not None:
+            raise self.error
+        return samples
+
+
+def read_output(seq: Any, seq_id: str) -> tuple[int, ...]:
+    output = seq.output
+    if type(output) is not list:
+        raise ContractError(
+            f"{seq_id}.output must be a list, got {type(output).__name__} {show(output)}"
+        )
+    copied = tuple(output)
+    for token in copied:
+        plain_int(token, f"every token in {seq_id}.output")
+    return copied
+
+
+class Driver:
+    """One scheduler instance of one implementation, fed one workload."""
+
+    def __init__(self, impl: ModuleType, workload: Workload) -> None:
+        self.impl = impl
+        self.workload = workload
+        self.seqs: dict[str, Any] = {}  # the implementation's Sequence objects, by id
+        self.ids_by_obj: dict[int, str] = {}  # id(object) -> seq_id; seqs keeps them alive
+        self.recorder = Recorder(workload, self.ids_by_obj)
+        config = workload.config
+        self.sched = impl.Scheduler(
+            num_blocks=config.num_blocks,
+            block_size=config.block_size,
+            max_num_seqs=config.max_num_seqs,
+            max_num_batched_tokens=config.max_num_batched_tokens,
+            sample_fn=self.recorder,
+            eos_token_id=config.eos_token_id,
+        )
+
+    def new_sequence(self, seq_id: str, prompt_len: int, max_tokens: int) -> Any:
+        seq = self.impl.Sequence(seq_id=seq_id, prompt_len=prompt_len, max_tokens=max_tokens)
+        self.seqs[seq_id] = seq
+        self.ids_by_obj[id(seq)] = seq_id
+        return seq
+
+    def schedule(self) -> tuple[tuple[str, int], ...]:
+        returned = self.sched.schedule()
+        if type(returned) is not dict:
+            raise ContractError(
+                f"schedule() must return a dict, got {type(returned).__name__} {show(returned)}"
+            )
+        pairs = tuple(dict.items(returned))
+        for key, n in pairs:
+            if type(key) is not str:
+                raise ContractError(f"schedule() returned a key {show(key)} that is not a str")
+            plain_int(n, f"schedule()[{key!r}]")
+        # An engine owns what schedule() returned and may consume it: update() must work
+        # from a record of its own (bug table: update() does not know what was scheduled).
+        dict.clear(returned)
+        return pairs
+
+    def update(self) -> Update:
+        returned = self.sched.update()
+        if type(returned) is not list:
+            raise ContractError(
+                f"update() must return a list, got {type(returned).__name__} {show(returned)}"
+            )
+        finished = self._ids(returned, "the list update() returned")
+        return Update(finished, self.recorder.take(), self.snapshot())
+
+    def _ids(self, queue: list[Any] | deque[Any], what: str) -> tuple[str, ...]:
+        # The built-in iterators: a subclass could not be here, but be explicit about it.
+        items = list.__iter__(queue) if type(queue) is list else deque.__iter__(queue)
+        ids = []
+        for seq in items:
+            seq_id = self.ids_by_obj.get(id(seq))
+            if seq_id is None:
+                raise ContractError(
+                    f"{what} holds {show(seq)}, which is not one of the sequences added"
+                )
+            ids.append(seq_id)
+        return tuple(ids)
+
+    def snapshot(self) -> State:
+        sched = self.sched
+        queues = []
+        for name in ("waiting", "running", "finished"):
+            queue = getattr(sched, name)
+            if type(queue) not in (list, deque):
+                raise ContractError(
+                    f"Scheduler.{name} must be a list or a deque, got {type(queue).__name__}"
+                )
+            queues.append(self._ids(queue, f"Scheduler.{name}"))
+        seqs = {seq_id: self._seq_state(seq_id, seq) for seq_id, seq in self.seqs.items()}
+        return State(
+            seqs=seqs,
+            waiting=queues[0],
+            running=queues[1],
+            finished=queues[2],
+            blocks_used=plain_int(sched.blocks_used, "Scheduler.blocks_used"),
+            num_preemptions=plain_int(sched.num_preemptions, "Scheduler.num_preemptions"),
+        )
+
+    def _seq_state(self, seq_id: str, seq: Any) -> SeqState:
+        status = seq.status
+        name = status.name if isinstance(status, enum.Enum) else None
+        if type(name) is not str or name not in STATUS_NAMES:
+            raise ContractError(
+                f"{seq_id}.status must be a SequenceStatus member named WAITING, RUNNING or "
+                f"FINISHED, got {show(status)}"
+            )
+        return SeqState(
+            name,
+            plain_int(seq.num_computed, f"{seq_id}.num_computed"),
+            plain_int(seq.num_tokens, f"{seq_id}.num_tokens"),
+            plain_int(seq.num_blocks, f"{seq_id}.num_blocks"),
+            read_output(seq, seq_id),
+        )
+
+
+def run(impl: ModuleType, workload: Workload, max_steps: int | None = None) -> Trace:
+    """Drive `impl` through `workload` until every request finished, or the liveness bound."""
+    bound = liveness_bound(workload) if max_steps is None else max_steps
+    arrivals = workload.arrivals()
+    steps: list[Step] = []
+    number, call = 0, "Scheduler()"
+    try:
+        driver = Driver(impl, workload)
+        for number in range(1, bound + 1):
+            if steps and number > workload.last_arrival() and _all_finished(steps[-1]):
+                break
+            arrived = arrivals.get(number, [])
+            for request in arrived:
+                call = "Sequence()"
+                seq = driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
+                call = "add()"
+                driver.sched.add(seq)
+            call = "schedule()"
+            schedule = driver.schedule()
+            scheduled = driver.snapshot()
+            call = "update()"
+            update = driver.update()
+            call = "update() again"
+            again = driver.update() if workload.reupdate else None
+            ids = tuple(r.seq_id for r in arrived)
+            steps.append(Step(number, ids, schedule, scheduled, update, again))
+    except ContractError as e:
+        return Trace(workload, tuple(steps), Failure(number, call, str(e)))
+    except (Exception, SystemExit) as e:
+        return Trace(workload, tuple(steps), Failure(number, call, describe(e, impl)))
+    return Trace(workload, tuple(steps))
+
+
+def _all_finished(step: Step) -> bool:
+    """Decided on the copied snapshot, never on the implementation's live objects."""
+    state = (step.again or step.update).after
+    return all(s.status == "FINISHED" for s in state.seqs.values())
+
+
+def describe(error: BaseException, impl: ModuleType) -> str:
+    """What the implementation raised, and where in its own file."""
+    try:
+        detail = str(error)[:300]
+    except Exception:
+        detail = "<its message is broken>"
+    text = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+    where = getattr(impl, "__file__", None)
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == where]
+    if frames:
+        f = frames[-1]
+        text += f" (at line {f.lineno} of {f.filename.rsplit('/', 1)[-1]}, in {f.name}: {f.line})"
+    return f"raised {text}"

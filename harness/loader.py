@@ -1,0 +1,38 @@
+"""Load an implementation: the reference, or any submission file by path."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+
+REFERENCE = "reference"
+_counter = itertools.count()
+
+
+def load_impl(where: str | Path = REFERENCE) -> ModuleType:
+    """The module at `where` (a .py file), or the reference package for "reference".
+
+    Every load is a fresh module under a name of its own, so two submissions (or the same
+    one loaded twice) never share state, and nothing named like the checker is replaced.
+    """
+    if str(where) == REFERENCE:
+        return importlib.import_module("scheduler")
+    path = Path(where).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"no submission file at {path}")
+    name = f"schedcheck_submission_{next(_counter)}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up here
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

@@ -1,0 +1,132 @@
+"""Checks against other runs: the model with no scheduler (D1), the reference in lockstep (R1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from invariants.evidence import FINISHED, Evidence
+from invariants.trace import State, Step, Trace, show_schedule
+from invariants.violation import Violation
+
+
+def check_d1(ev: Evidence) -> Iterator[Violation]:
+    """D1: outputs are the model's, token for token, whatever preemption happened.
+
+    Every output is at all times a prefix of what the token model generates with no
+    scheduler at all, and is all of it once finished. The same workload with blocks
+    enough for everything never preempts and ends with the same outputs.
+    """
+    workload = ev.trace.workload
+    eos = workload.config.eos_token_id
+    expected: dict[str, tuple[int, ...]] = {
+        r.seq_id: workload.model.generate(r.seq_id, r.max_tokens, eos) for r in workload.requests
+    }
+    for t in ev.transitions:
+        if t.is_schedule:
+            continue
+        for seq_id, s in t.after.seqs.items():
+            was = t.before.seqs[seq_id]
+            if s.output == was.output and s.status == was.status:
+                continue
+            want = expected[seq_id]
+            full = s.status == FINISHED
+            if s.output != want[: len(s.output)] or (full and s.output != want):
+                yield Violation(
+                    "D1", t.step, t.call,
+                    f"{seq_id}'s output is {list(s.output)}"
+                    + (" (finished)" if full else "")
+                    + f", but the model, with no scheduler at all, generates {list(want)}",
+                    (seq_id,),
+                )  # fmt: skip
+    if ev.unconstrained is not None:
+        yield from _never_preempting_twin(ev.trace, ev.unconstrained)
+
+
+def _never_preempting_twin(trace: Trace, twin: Trace) -> Iterator[Violation]:
+    blocks = twin.workload.config.num_blocks
+    where = f"the same workload with num_blocks = {blocks} (enough for every request at once)"
+    if twin.failure is not None:
+        yield Violation(
+            "D1", twin.failure.step, twin.failure.call,
+            f"{where} fails: {twin.failure.message}",
+        )  # fmt: skip
+        return
+    for step in twin.steps:
+        if step.scheduled.num_preemptions:
+            yield Violation(
+                "D1", step.number, "schedule()",
+                f"{where} preempted: num_preemptions is {step.scheduled.num_preemptions}",
+            )  # fmt: skip
+            return
+    mine, theirs = trace.final(), twin.final()
+    if mine is None or theirs is None:
+        return
+    for seq_id, s in mine.seqs.items():
+        other = theirs.seqs.get(seq_id)
+        if other is not None and s.status == other.status == FINISHED and s.output != other.output:
+            yield Violation(
+                "D1", len(trace.steps), "end of run",
+                f"{seq_id} ends with output {list(s.output)}, but {where} it ends with "
+                f"{list(other.output)}",
+                (seq_id,),
+            )  # fmt: skip
+
+
+def check_r1(ev: Evidence) -> Iterator[Violation]:
+    """R1: every step equals the reference's, call by call; the first divergence is reported."""
+    if ev.reference is None:
+        return
+    expected, got = ev.reference.steps, ev.trace.steps
+    for want, have in zip(expected, got, strict=False):
+        divergence = _step_divergence(want, have)
+        if divergence is not None:
+            call, message = divergence
+            yield Violation("R1", have.number, call, message)
+            return
+    if len(got) != len(expected) and ev.trace.failure is None:
+        yield Violation(
+            "R1", min(len(got), len(expected)) + 1, "end of run",
+            f"the reference runs this workload in {len(expected)} steps, this implementation "
+            f"in {len(got)}",
+        )  # fmt: skip
+
+
+def _step_divergence(want: Step, have: Step) -> tuple[str, str] | None:
+    if want.schedule != have.schedule:
+        return "schedule()", (
+            f"schedule() returned {show_schedule(dict(have.schedule))}; the reference returns "
+            f"{show_schedule(dict(want.schedule))}"
+        )
+    diff = state_divergence(want.scheduled, have.scheduled)
+    if diff:
+        return "schedule()", f"after schedule(), {diff}"
+    pairs = [("update()", want.update, have.update)]
+    if want.again is not None and have.again is not None:
+        pairs.append(("update() again", want.again, have.again))
+    for call, w, h in pairs:
+        if w.finished != h.finished:
+            return call, (
+                f"{call} returned {list(h.finished)}; the reference returns {list(w.finished)}"
+            )
+        diff = state_divergence(w.after, h.after)
+        if diff:
+            return call, f"after {call}, {diff}"
+    return None
+
+
+def state_divergence(want: State, have: State) -> str:
+    """The first difference between two states, in words ('' if none)."""
+    for field in ("waiting", "running", "finished", "blocks_used", "num_preemptions"):
+        w, h = getattr(want, field), getattr(have, field)
+        if w != h:
+            show = (lambda x: list(x)) if isinstance(w, tuple) else (lambda x: x)
+            return f"{field} is {show(h)}; the reference has {show(w)}"
+    for seq_id, w_seq in want.seqs.items():
+        h_seq = have.seqs.get(seq_id)
+        if h_seq is None or h_seq == w_seq:
+            continue
+        for name, a, b in zip(w_seq._fields, w_seq, h_seq, strict=True):
+            if a != b:
+                show = (lambda x: list(x)) if isinstance(a, tuple) else (lambda x: x)
+                return f"{seq_id}.{name} is {show(b)}; the reference has {show(a)}"
+    return ""

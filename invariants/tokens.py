@@ -1,0 +1,74 @@
+"""The token model: a pure, seeded stand-in for the LLM behind `sample_fn`.
+
+The next token is a function of (seed, seq_id, every token generated so far), so a lost,
+extra or reordered token changes everything after it: that is what makes D1 (output with
+preemption == output without) sensitive. It can emit eos at any position, the first
+included, and eos_token_id 0 is as good as any other.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+_MASK = (1 << 64) - 1
+
+
+def _mix(h: int, x: int) -> int:
+    """One round of a splitmix64-style mixer: cheap, deterministic across processes."""
+    h = (h ^ (x & _MASK)) * 0x9E3779B97F4A7C15 & _MASK
+    h ^= h >> 31
+    h = h * 0xBF58476D1CE4E5B9 & _MASK
+    return h ^ (h >> 29)
+
+
+@dataclass(frozen=True)
+class TokenModel:
+    """Which token a sequence samples next.
+
+    - `seed`: changes every token of every sequence.
+    - `vocab_size`: ordinary tokens are drawn from [0, vocab_size], skipping eos.
+    - `eos_per_mille`: the chance, in thousandths, that a position yields eos.
+    - `eos_at`: (seq_id, position) pairs where eos comes for sure (position 0 = first token).
+    Without an eos_token_id no token is eos, whatever these say.
+    """
+
+    seed: int = 0
+    vocab_size: int = 100
+    eos_per_mille: int = 0
+    eos_at: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.vocab_size < 1:
+            raise ValueError(f"vocab_size must be >= 1, got {self.vocab_size!r}")
+        if not 0 <= self.eos_per_mille <= 1000:
+            raise ValueError(f"eos_per_mille must be in [0, 1000], got {self.eos_per_mille!r}")
+
+    def next_token(self, seq_id: str, history: tuple[int, ...], eos_token_id: int | None) -> int:
+        """The token sampled after `history`, the sequence's output so far."""
+        position = len(history)
+        if eos_token_id is not None and (seq_id, position) in self.eos_at:
+            return eos_token_id
+        h = _mix(_mix(self.seed, zlib.crc32(seq_id.encode())), position)
+        for token in history:
+            h = _mix(h, token)
+        if eos_token_id is not None and (h >> 32) % 1000 < self.eos_per_mille:
+            return eos_token_id
+        token = h % self.vocab_size
+        return self.vocab_size if token == eos_token_id else token
+
+    def generate(self, seq_id: str, max_tokens: int, eos_token_id: int | None) -> tuple[int, ...]:
+        """The whole output with no scheduler at all: until eos or max_tokens (D1)."""
+        output: list[int] = []
+        while len(output) < max_tokens:
+            token = self.next_token(seq_id, tuple(output), eos_token_id)
+            output.append(token)
+            if token == eos_token_id:
+                break
+        return tuple(output)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TokenModel:
+        eos_at = tuple((str(seq_id), int(pos)) for seq_id, pos in data.get("eos_at", ()))
+        return cls(**{**data, "eos_at": eos_at})
