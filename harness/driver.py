@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import traceback
 from collections import deque
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
@@ -205,14 +206,14 @@ def run(impl: ModuleType, workload: Workload, max_steps: int | None = None) -> T
                 call = "add()"
                 driver.sched.add(seq)
             call = "schedule()"
-            schedule = driver.schedule()
-            scheduled = driver.snapshot()
-            call = "update()"
-            update = driver.update()
-            call = "update() again"
-            again = driver.update() if workload.reupdate else None
             ids = tuple(r.seq_id for r in arrived)
-            steps.append(Step(number, ids, schedule, scheduled, update, again))
+            step = Step(number, ids, driver.schedule(), driver.snapshot(), None)
+            steps.append(step)  # kept even if update() fails: the checks see schedule()
+            call = "update()"
+            step = steps[-1] = replace(step, update=driver.update())
+            if workload.reupdate:
+                call = "update() again"
+                steps[-1] = replace(step, again=driver.update())
     except ContractError as e:
         return Trace(workload, tuple(steps), Failure(number, call, str(e)))
     except (Exception, SystemExit) as e:
@@ -222,8 +223,7 @@ def run(impl: ModuleType, workload: Workload, max_steps: int | None = None) -> T
 
 def _all_finished(step: Step) -> bool:
     """Decided on the copied snapshot, never on the implementation's live objects."""
-    state = (step.again or step.update).after
-    return all(s.status == "FINISHED" for s in state.seqs.values())
+    return all(s.status == "FINISHED" for s in step.last().seqs.values())
 
 
 def describe(error: BaseException, impl: ModuleType) -> str:

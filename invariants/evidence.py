@@ -112,6 +112,8 @@ class Evidence:
                 )
             )
             update = step.update
+            if update is None:
+                break  # the run failed in update(): C1 reports it
             out.append(
                 Transition(
                     step.number,

@@ -105,8 +105,14 @@ class Step:
     arrivals: tuple[str, ...]
     schedule: tuple[tuple[str, int], ...]  # what schedule() returned, in its order
     scheduled: State  # right after schedule()
-    update: Update
+    update: Update | None  # None only in a run's last step, when update() itself failed
     again: Update | None = None  # a second update() with no schedule(): must change nothing
+
+    def last(self) -> State:
+        """The state at the end of this step, as far as it got."""
+        if self.again is not None:
+            return self.again.after
+        return self.scheduled if self.update is None else self.update.after
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,19 +120,19 @@ class Step:
             "arrivals": list(self.arrivals),
             "schedule": [list(x) for x in self.schedule],
             "scheduled": self.scheduled.to_dict(),
-            "update": self.update.to_dict(),
+            "update": None if self.update is None else self.update.to_dict(),
             "again": None if self.again is None else self.again.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Step:
-        again = data["again"]
+        update, again = data["update"], data["again"]
         return cls(
             number=int(data["number"]),
             arrivals=tuple(data["arrivals"]),
             schedule=tuple((str(k), int(v)) for k, v in data["schedule"]),
             scheduled=State.from_dict(data["scheduled"]),
-            update=Update.from_dict(data["update"]),
+            update=None if update is None else Update.from_dict(update),
             again=None if again is None else Update.from_dict(again),
         )
 
@@ -149,11 +155,8 @@ class Trace:
     failure: Failure | None = None
 
     def final(self) -> State | None:
-        """The state after the last complete step; None if no step completed."""
-        if not self.steps:
-            return None
-        last = self.steps[-1]
-        return (last.again or last.update).after
+        """The state after the last call that completed; None if no step was recorded."""
+        return self.steps[-1].last() if self.steps else None
 
     def to_json(self) -> str:
         return json.dumps(

@@ -1,0 +1,42 @@
+"""Check one implementation on one workload: run it, its never-preempting twin, the reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from harness.driver import run
+from harness.loader import load_impl
+from harness.report import failure_report
+from invariants.checks import check_trace
+from invariants.trace import Trace
+from invariants.violation import Violation
+from invariants.workload import Workload
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the checks found on one workload; `ok` when nothing fired."""
+
+    trace: Trace
+    violations: list[Violation]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def report(self) -> str:
+        if self.ok:
+            return "all checks hold"
+        return failure_report(self.violations[0], self.trace)
+
+
+def verify(impl: ModuleType, workload: Workload, lockstep: bool | None = None) -> Verdict:
+    """Run every check on `impl`; R1 (lockstep) only where `impl` is not the reference."""
+    reference = load_impl()
+    if lockstep is None:
+        lockstep = impl is not reference
+    trace = run(impl, workload)
+    twin = run(impl, workload.unconstrained())
+    expected = run(reference, workload) if lockstep else None
+    return Verdict(trace, check_trace(trace, expected, twin))

@@ -1,0 +1,38 @@
+"""Named workloads: the spec's worked examples as plain data, and a few made to expose a bug."""
+
+from __future__ import annotations
+
+from invariants.tokens import TokenModel
+from invariants.workload import Config, Request, Workload
+
+
+def workload(
+    num_blocks: int,
+    block_size: int,
+    max_num_seqs: int,
+    budget: int,
+    *requests: tuple[str, int, int],
+    eos: int | None = None,
+    model: TokenModel | None = None,
+) -> Workload:
+    """A workload from `(seq_id, prompt_len, max_tokens)` triples, all arriving at step 1."""
+    return Workload(
+        Config(num_blocks, block_size, max_num_seqs, budget, eos),
+        tuple(Request(*r) for r in requests),
+        model or TokenModel(),
+    )
+
+
+EXAMPLES = {
+    "example1": workload(100, 4, 8, 8, ("a1", 6, 3), ("a2", 5, 2), ("a3", 3, 1)),
+    "example2": workload(3, 2, 8, 64, ("a1", 2, 3), ("a2", 3, 2)),
+    "example3": workload(5, 4, 8, 100, ("a1", 9, 4), ("a2", 9, 4), ("a3", 1, 4)),
+    "example4": workload(3, 2, 8, 64, ("a1", 2, 3), ("a2", 2, 3)),
+}
+
+# Example 2 with a third request held back by max_num_seqs = 2, too big for what a2's
+# preemption frees: waiting is [a2, a3] after step 2, and head and tail differ.
+PREEMPT_WITH_QUEUE = workload(3, 2, 2, 64, ("a1", 2, 3), ("a2", 3, 2), ("a3", 3, 1))
+
+# a1 samples eos (token 0) as its second token.
+EOS_SECOND = workload(100, 4, 8, 64, ("a1", 3, 4), eos=0, model=TokenModel(eos_at=(("a1", 1),)))
