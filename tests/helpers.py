@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
+
+from harness.driver import run
+from harness.loader import load_impl
+from invariants.trace import State, Step, Trace
+from invariants.workload import Workload
 
 
 def spec_sample_fn(seq: Any) -> int:
@@ -37,3 +43,36 @@ def create_requests(impl: ModuleType, sched: Any, *specs: tuple[str, int, int]) 
 def ids(seqs: Any) -> list[str]:
     """The seq_ids of a queue or of what update() returned, in order."""
     return [seq.seq_id for seq in seqs]
+
+
+def reference_trace(workload: Workload) -> Trace:
+    """What the reference does with `workload`: the baseline that tampering breaks."""
+    return run(load_impl(), workload)
+
+
+def tamper(trace: Trace, step: int, call: str, seq: str | None = None, **fields: Any) -> Trace:
+    """`trace` with the state after one call changed: a field of sequence `seq`, or of the state.
+
+    `call` is "schedule()" or "update()"; the rest of the trace is kept as it was.
+    """
+    old = trace.steps[step - 1]
+    if call == "schedule()":
+        new = replace(old, scheduled=_changed(old.scheduled, seq, fields))
+    else:
+        assert old.update is not None
+        update = replace(old.update, after=_changed(old.update.after, seq, fields))
+        new = replace(old, update=update)
+    return replace_step(trace, new)
+
+
+def replace_step(trace: Trace, step: Step, **fields: Any) -> Trace:
+    """`trace` with its step of the same number replaced by `step` (with `fields` changed)."""
+    steps = list(trace.steps)
+    steps[step.number - 1] = replace(step, **fields)
+    return replace(trace, steps=tuple(steps))
+
+
+def _changed(state: State, seq: str | None, fields: dict[str, Any]) -> State:
+    if seq is None:
+        return replace(state, **fields)
+    return replace(state, seqs={**state.seqs, seq: state.seqs[seq]._replace(**fields)})
