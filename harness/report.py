@@ -45,8 +45,10 @@ def describe_workload(workload: Workload) -> str:
     return "\n".join(lines)
 
 
-def trace_table(trace: Trace, until_step: int, focus: tuple[str, ...] = ()) -> str:
-    """The trace's calls up to `until_step`, one row per call, as a markdown table."""
+def trace_table(
+    trace: Trace, until_step: int, until_call: str = "", focus: tuple[str, ...] = ()
+) -> str:
+    """The trace's calls up to `until_call` of `until_step`, one row per call, as markdown."""
     order = [*focus, *(r.seq_id for r in trace.workload.requests if r.seq_id not in focus)]
     columns = order[:MAX_SEQ_COLUMNS]
     header = ["step", "call", "returned", *columns, "blocks_used", "waiting", "finished"]
@@ -59,6 +61,8 @@ def trace_table(trace: Trace, until_step: int, focus: tuple[str, ...] = ()) -> s
         rows.append(_row(step.number, "schedule()", show_schedule(dict(step.schedule)),
                          step.scheduled, columns))  # fmt: skip
         for call, update in (("update()", step.update), ("update() again", step.again)):
+            if step.number == until_step and rows[-1][1] == until_call:
+                break
             if update is not None:
                 rows.append(
                     _row(step.number, call, str(list(update.finished)), update.after, columns)
@@ -91,6 +95,6 @@ def failure_report(violation: Violation, trace: Trace) -> str:
             "workload:\n" + describe_workload(trace.workload),
             "trace (cells: status num_computed/num_tokens/num_blocks output; "
             "W waiting, R running, F finished):\n"
-            + trace_table(trace, violation.step, violation.seq_ids),
+            + trace_table(trace, violation.step, violation.call, violation.seq_ids),
         ]
     )
