@@ -8,7 +8,7 @@ from types import ModuleType
 from harness.driver import run
 from harness.loader import load_impl
 from harness.report import failure_report
-from invariants.checks import check_trace
+from invariants.checks import CHECKS, check_trace
 from invariants.trace import Trace
 from invariants.violation import Violation
 from invariants.workload import Workload
@@ -31,12 +31,18 @@ class Verdict:
         return failure_report(self.violations[0], self.trace)
 
 
-def verify(impl: ModuleType, workload: Workload, lockstep: bool | None = None) -> Verdict:
-    """Run every check on `impl`; R1 (lockstep) only where `impl` is not the reference."""
+def verify(
+    impl: ModuleType,
+    workload: Workload,
+    checks: tuple[str, ...] = tuple(CHECKS),
+    lockstep: bool | None = None,
+) -> Verdict:
+    """Run `checks` on `impl`, with only the runs they need: the never-preempting twin for
+    D1, the reference for R1 (by default only where `impl` is not the reference)."""
     reference = load_impl()
     if lockstep is None:
         lockstep = impl is not reference
     trace = run(impl, workload)
-    twin = run(impl, workload.unconstrained())
-    expected = run(reference, workload) if lockstep else None
-    return Verdict(trace, check_trace(trace, expected, twin))
+    twin = run(impl, workload.unconstrained()) if "D1" in checks else None
+    expected = run(reference, workload) if lockstep and "R1" in checks else None
+    return Verdict(trace, check_trace(trace, expected, twin, only=checks))

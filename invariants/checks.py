@@ -52,11 +52,14 @@ def check_trace(
     reference: Trace | None = None,
     unconstrained: Trace | None = None,
     only: tuple[str, ...] = tuple(CHECKS),
+    since: int = 1,
 ) -> list[Violation]:
     """All violations of the checks in `only`, at most the first of each, earliest first.
 
-    Only the first of each check is kept: later ones are usually its consequences.
+    Only the first of each check is kept: later ones are usually its consequences. With
+    `since`, only the calls of steps from `since` on are looked at, for a caller that
+    checks a growing trace step by step.
     """
-    ev = Evidence(trace, reference, unconstrained)
+    ev = Evidence(trace, reference, unconstrained, since)
     firsts = (next(CHECKS[check](ev), None) for check in only)
     return sorted((v for v in firsts if v is not None), key=_order)

@@ -74,6 +74,7 @@ class Evidence:
     trace: Trace
     reference: Trace | None = None
     unconstrained: Trace | None = None
+    since: int = 1  # look only at the calls of steps >= since (the earlier ones were checked)
     requests: dict[str, Request] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -98,11 +99,12 @@ class Evidence:
 
     @cached_property
     def transitions(self) -> list[Transition]:
-        """Every call of the trace in order, with the state it started from."""
+        """Every call of the trace (from step `since`) in order, with the state before it."""
         out: list[Transition] = []
-        state = EMPTY
+        steps = self.trace.steps
+        state = steps[self.since - 2].last() if self.since > 1 else EMPTY
         arrivals = self.trace.workload.arrivals()
-        for step in self.trace.steps:
+        for step in steps[self.since - 1 :]:
             before = with_arrivals(state, arrivals.get(step.number, []))
             schedule = dict(step.schedule)
             victims = preempted(before, step.scheduled)

@@ -1,0 +1,56 @@
+"""The property suite: Hypothesis drives the implementation under test (`--impl`).
+
+Each property reports the behaviours its workload exercises with `hypothesis.event`
+(see them with `--hypothesis-show-statistics`).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import pytest
+from hypothesis import event, given, target
+
+from harness.loader import load_impl
+from harness.verify import verify
+from invariants.workload import Workload
+from strategies.coverage import observe
+from strategies.workloads import any_workloads
+
+INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "A1", "F1", "L1")
+
+
+def label(workload: Workload) -> None:
+    for behaviour in sorted(observe(workload)):
+        event(behaviour)
+
+
+def assert_holds(impl: ModuleType, workload: Workload, checks: tuple[str, ...]) -> None:
+    verdict = verify(impl, workload, checks)
+    final = verdict.trace.final()
+    if final is not None:
+        target(float(final.num_preemptions), label="preemptions")  # toward storms
+    assert verdict.ok, "\n" + verdict.report()
+
+
+@given(workload=any_workloads())
+def test_invariants_hold_at_every_step(impl: ModuleType, workload: Workload) -> None:
+    """I1-I7, A1, F1 after every call; L1 at the end; no contract failure (C1)."""
+    label(workload)
+    assert_holds(impl, workload, INVARIANTS)
+
+
+@given(workload=any_workloads())
+def test_preemption_never_changes_the_output(impl: ModuleType, workload: Workload) -> None:
+    """D1: outputs are the model's, and a run with blocks for everything agrees."""
+    label(workload)
+    assert_holds(impl, workload, ("C1", "D1"))
+
+
+@given(workload=any_workloads())
+def test_lockstep_with_the_reference(impl: ModuleType, workload: Workload) -> None:
+    """R1: every call returns and leaves what the reference's does."""
+    if impl is load_impl():
+        pytest.skip("R1 compares an implementation with the reference: here they are one")
+    label(workload)
+    assert_holds(impl, workload, ("C1", "R1"))

@@ -1,0 +1,108 @@
+"""A stateful test: Hypothesis interleaves arrivals, steps and stray update() calls at will,
+and every invariant is checked after every rule, on the implementation under test."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import ModuleType
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from harness.driver import Driver
+from harness.report import failure_report
+from invariants.checks import check_trace
+from invariants.liveness import liveness_bound
+from invariants.tokens import TokenModel
+from invariants.trace import Step, Trace
+from invariants.workload import Config, Request, Workload
+from strategies.workloads import MAX_TOKENS, configs, prompt_lens
+
+EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "A1", "F1", "D1")
+
+
+class SchedulerMachine(RuleBasedStateMachine):
+    impl: ModuleType  # set by the test: the implementation under test
+
+    @initialize(config=configs(), seed=st.integers(0, 2**16), eos=st.sampled_from([0, 300]))
+    def start(self, config: Config, seed: int, eos: int) -> None:
+        self.config = config
+        self.model = TokenModel(seed=seed, eos_per_mille=eos)
+        self.driver = Driver(self.impl, Workload(config, (), self.model))
+        self.requests: list[Request] = []
+        self.steps: list[Step] = []
+
+    def trace(self) -> Trace:
+        return Trace(Workload(self.config, tuple(self.requests), self.model), tuple(self.steps))
+
+    @rule(data=st.data())
+    def add_request(self, data: st.DataObject) -> None:
+        capacity = self.config.num_blocks * self.config.block_size
+        max_tokens = data.draw(st.integers(1, min(MAX_TOKENS, capacity)), label="max_tokens")
+        most = min(24, capacity - max_tokens + 1)
+        prompt_len = data.draw(prompt_lens(self.config.block_size, most), label="prompt_len")
+        request = Request(f"a{len(self.requests) + 1}", prompt_len, max_tokens, len(self.steps) + 1)
+        self.requests.append(request)
+        self.driver.sched.add(self.driver.new_sequence(request.seq_id, prompt_len, max_tokens))
+
+    @rule()
+    def step(self) -> None:
+        number = len(self.steps) + 1
+        arrivals = tuple(r.seq_id for r in self.requests if r.arrival == number)
+        step = Step(number, arrivals, self.driver.schedule(), self.driver.snapshot(), None)
+        self.steps.append(replace(step, update=self.driver.update()))
+
+    @precondition(
+        lambda self: (
+            self.steps
+            and self.steps[-1].again is None
+            and not any(r.arrival > len(self.steps) for r in self.requests)
+        )
+    )
+    @rule()
+    def update_again(self) -> None:
+        """update() with no schedule() since the last one: returns [] and changes nothing.
+
+        Only right after a step's update(): a request added in between belongs to the next
+        step, and a driver step never adds between update() and update() again.
+        """
+        self.steps[-1] = replace(self.steps[-1], again=self.driver.update())
+
+    @invariant()
+    def every_invariant_holds(self) -> None:
+        if not hasattr(self, "driver"):
+            return
+        trace = self.trace()
+        found = check_trace(trace, only=EVERY_CALL, since=max(1, len(self.steps)))
+        assert not found, "\n" + failure_report(found[0], trace)
+
+    def _all_finished(self) -> bool:
+        if not self.steps or any(r.arrival > len(self.steps) for r in self.requests):
+            return False
+        return all(s.status == "FINISHED" for s in self.steps[-1].last().seqs.values())
+
+    def teardown(self) -> None:
+        """Run to the end: every request must finish (L1) with the model's output (D1)."""
+        if not hasattr(self, "driver"):
+            return
+        for _ in range(liveness_bound(self.trace().workload)):
+            if self._all_finished():
+                break
+            self.step()
+        trace = self.trace()
+        found = check_trace(trace, only=(*EVERY_CALL, "L1"))
+        assert not found, "\n" + failure_report(found[0], trace)
+
+
+def test_state_machine(impl: ModuleType) -> None:
+    machine = type("Machine", (SchedulerMachine,), {"impl": impl})
+    # Short runs: the bugs live in a few steps, and short runs shrink fast.
+    run_state_machine_as_test(machine, settings=settings(stateful_step_count=20))
