@@ -8,6 +8,7 @@ suite itself and do not depend on the implementation under test.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -221,3 +222,8 @@ def test_violations_come_earliest_first_then_most_specific() -> None:
     steps = [v.step for v in found]
     assert steps == sorted(steps)
     assert {v.check for v in found} >= {"I4", "R1"}
+
+
+def test_every_check_is_documented() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "checks.md").read_text()
+    assert [c for c in CATALOGUE if f"\n| {c} |" not in doc] == []

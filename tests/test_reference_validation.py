@@ -10,9 +10,14 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import scheduler
+from invariants.workload import Config
 from scheduler import Scheduler, Sequence, SequenceStatus
+from strategies import invalid
+from strategies.workloads import configs
 from tests.helpers import create_requests, create_scheduler, ids
 
 CONFIG_FIELDS = ("num_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens")
@@ -157,4 +162,43 @@ def test_add_rejects_what_is_not_a_sequence(thing: object) -> None:
     before = state(sched)
     with pytest.raises(ValueError, match=r"^seq must be a Sequence, got "):
         sched.add(thing)  # type: ignore[arg-type]
+    assert state(sched) == before
+
+
+@given(field=st.sampled_from(CONFIG_FIELDS), value=invalid.NOT_POSITIVE_INTS)
+def test_any_malformed_config_value_is_refused(field: str, value: object) -> None:
+    with pytest.raises(ValueError) as raised:
+        create_scheduler(scheduler, **{field: value})
+    assert str(raised.value) == f"{field} must be a positive int, got {value!r}"
+
+
+@given(value=invalid.NOT_EOS_IDS)
+def test_any_malformed_eos_token_id_is_refused(value: object) -> None:
+    with pytest.raises(ValueError, match=r"^eos_token_id must be an int or None"):
+        create_scheduler(scheduler, eos_token_id=value)
+
+
+@given(seq_id=invalid.NOT_SEQ_IDS, field=st.sampled_from(["prompt_len", "max_tokens"]))
+def test_any_malformed_sequence_is_refused(seq_id: object, field: str) -> None:
+    with pytest.raises(ValueError, match=r"^seq_id must be a non-empty str"):
+        Sequence(seq_id=seq_id, prompt_len=1, max_tokens=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=rf"^{field} must be a positive int"):
+        Sequence(**{"seq_id": "a1", "prompt_len": 1, "max_tokens": 1, field: 0})
+
+
+@given(data=st.data(), config=configs())
+def test_any_infeasible_request_is_refused_and_changes_nothing(
+    data: st.DataObject, config: Config
+) -> None:
+    sched = create_scheduler(
+        scheduler,
+        num_blocks=config.num_blocks,
+        block_size=config.block_size,
+        max_num_seqs=config.max_num_seqs,
+        max_num_batched_tokens=config.max_num_batched_tokens,
+    )
+    prompt_len, max_tokens = data.draw(invalid.infeasible_requests(config))
+    before = state(sched)
+    with pytest.raises(ValueError, match=r"^seq 'x' can never finish: .* num_blocks is \d+$"):
+        sched.add(Sequence(seq_id="x", prompt_len=prompt_len, max_tokens=max_tokens))
     assert state(sched) == before

@@ -1,0 +1,41 @@
+"""`pytest --impl FILE` and SCHEDCHECK_IMPL point the whole suite at a submission."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+MUTANT = "tests/mutants/eos_zero_ignored.py"
+PROPERTY = "tests/test_properties.py::test_invariants_hold_at_every_step"
+
+
+def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {}), "CI": "true"},  # the ci profile: no database writes
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_impl_option_fails_a_buggy_submission_naming_the_check() -> None:
+    done = pytest_run("--impl", MUTANT, PROPERTY)
+    assert done.returncode == 1, done.stdout
+    assert "A1 at step 1, update(): a1 is RUNNING after update() with output [0]" in done.stdout
+
+
+def test_environment_variable_does_the_same() -> None:
+    done = pytest_run(PROPERTY, env={"SCHEDCHECK_IMPL": MUTANT})
+    assert done.returncode == 1, done.stdout
+    assert "eos_token_id 0" in done.stdout
+
+
+def test_missing_submission_is_a_usage_error() -> None:
+    done = pytest_run("--impl", "no/such/p07_scheduler.py", PROPERTY)
+    assert done.returncode == 4
+    assert "--impl: no submission file at no/such/p07_scheduler.py" in done.stderr
