@@ -1,0 +1,1 @@
+"""Benchmarks: speed is measured here, never asserted by timed unit tests."""
