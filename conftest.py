@@ -14,13 +14,15 @@ default, "reference", is the reference scheduler in `scheduler/`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from harness.loader import REFERENCE, load_impl
+from harness.impl import Implementation, open_impl
+from harness.isolation import Limits, SubmissionError
+from harness.loader import REFERENCE
 
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=200, **_COMMON)  # type: ignore[arg-type]
@@ -41,15 +43,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("SCHEDCHECK_IMPL", REFERENCE),
         help="the submission file to check (default: the reference; env SCHEDCHECK_IMPL)",
     )
+    parser.addoption(
+        "--in-process",
+        action="store_true",
+        help="run the submission in the test process, not in an isolated worker (trusted code)",
+    )
+    parser.addoption(
+        "--call-timeout", type=float, default=2.0, help="seconds for one schedule()/update()"
+    )
+    parser.addoption("--memory-mb", type=int, default=1024, help="memory cap of the worker")
+
+
+def _limits(config: pytest.Config) -> Limits:
+    return Limits(
+        call_timeout=config.getoption("--call-timeout"),
+        memory=config.getoption("--memory-mb") << 20,
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     where = config.getoption("--impl")
-    if where != REFERENCE and not Path(where).is_file():
+    if where == REFERENCE:
+        return
+    if not Path(where).is_file():
         raise pytest.UsageError(f"--impl: no submission file at {where}")
+    if hasattr(config, "workerinput"):
+        return  # the controller checked the contract already
+    try:  # the contract check: one message instead of a traceback in every test
+        open_impl(where, config.getoption("--in-process"), _limits(config)).stop()
+    except SubmissionError as e:
+        pytest.exit(f"{where}: {e}", returncode=1)
 
 
 @pytest.fixture(scope="session")
-def impl(request: pytest.FixtureRequest) -> ModuleType:
-    """The module under test: any module that defines the contract's names."""
-    return load_impl(request.config.getoption("--impl"))
+def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
+    """The implementation under test: the reference, or `--impl`'s file in a worker."""
+    config = request.config
+    implementation = open_impl(
+        config.getoption("--impl"), config.getoption("--in-process"), _limits(config)
+    )
+    yield implementation
+    implementation.stop()

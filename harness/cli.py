@@ -1,27 +1,119 @@
-"""The `schedcheck` command line."""
+"""The `schedcheck` command line.
+
+    schedcheck check [PATH]      fuzz a submission in isolation; exit 0 pass, 1 fail, 2 usage
+
+`check` first checks the contract (one message for every missing or ill-typed name), then
+runs the suite's submission-facing tests with `pytest -n auto` in the `grade` profile, the
+submission in worker processes of its own. `--replay FILE.json` re-runs one saved workload.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
+import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
-USAGE = """\
-usage: schedcheck <command> [options]
+from harness.impl import Implementation, open_impl
+from harness.isolation import PROJECT, Limits, SubmissionError
+from harness.verify import verify
+from invariants.workload import Workload
 
-commands:
-  check [PATH]   fuzz a submission file against the P07 spec (not yet available)
+DEFAULT_PATH = "mine/p07_scheduler.py"
+SUITE = ("tests/test_seed_examples.py", "tests/test_properties.py", "tests/test_state_machine.py")
 
-The test suite runs with: pytest -n auto
-"""
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="schedcheck", description=__doc__.split("\n\n")[0])
+    commands = top.add_subparsers(dest="command", required=True, metavar="command")
+    check = commands.add_parser("check", help="fuzz a submission against the P07 spec")
+    check.add_argument("path", nargs="?", default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
+    check.add_argument("--replay", metavar="FILE.json", help="re-run one saved workload")
+    check.add_argument("--save-failures", metavar="DIR", help="write shrunk counterexamples here")
+    check.add_argument(
+        "--call-timeout", type=float, default=2.0, metavar="S",
+        help="seconds for one schedule()/update() (default 2)",
+    )  # fmt: skip
+    check.add_argument(
+        "--memory-mb", type=int, default=1024, metavar="MB",
+        help="memory cap of the worker (default 1024)",
+    )  # fmt: skip
+    check.add_argument(
+        "--in-process", action="store_true",
+        help="run the submission in this process (trusted code only)",
+    )  # fmt: skip
+    check.add_argument("--profile", default="grade", help="Hypothesis profile (default grade)")
+    check.add_argument("-n", "--workers", default="auto", help="pytest-xdist workers")
+    return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `schedcheck` console script; returns the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-h", "--help"):
-        sys.stdout.write(USAGE)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as e:  # argparse: 0 for --help, 2 for a usage error
+        return int(e.code or 0)
+    return check(args)
+
+
+def check(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    if not path.is_file():
+        hint = " (the course layout puts it there)" if args.path == DEFAULT_PATH else ""
+        print(f"schedcheck: no submission file at {path}{hint}", file=sys.stderr)
+        return 2
+    limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
+    try:
+        impl = open_impl(path, args.in_process, limits)
+    except SubmissionError as e:
+        print(f"FAIL {path}: {e}")
+        return 1
+    try:
+        if args.replay:
+            return replay(impl, path, Path(args.replay))
+    finally:
+        impl.stop()
+    return fuzz(args, path)
+
+
+def replay(impl: Implementation, path: Path, saved: Path) -> int:
+    try:
+        workload = Workload.from_json(saved.read_text())
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        print(f"schedcheck: cannot read a workload from {saved}: {e}", file=sys.stderr)
+        return 2
+    verdict = verify(impl, workload)
+    if verdict.ok:
+        print(f"PASS {path}: every check holds on {saved}")
         return 0
-    sys.stderr.write(USAGE)
+    print(f"FAIL {path}\n\n{verdict.report()}")
+    return 1
+
+
+def fuzz(args: argparse.Namespace, path: Path) -> int:
+    failures = args.save_failures or tempfile.mkdtemp(prefix="schedcheck-failures-")
+    command = [
+        sys.executable, "-m", "pytest", "-n", str(args.workers), "-q", "--no-header",
+        "-p", "no:cacheprovider", "--tb=short", f"--rootdir={PROJECT}",
+        f"--hypothesis-profile={args.profile}", "--impl", str(path.resolve()),
+        f"--call-timeout={args.call_timeout}", f"--memory-mb={args.memory_mb}",
+        *(["--in-process"] if args.in_process else []),
+        *(str(PROJECT / test) for test in SUITE),
+    ]  # fmt: skip
+    env = {**os.environ, "SCHEDCHECK_SAVE_FAILURES": str(Path(failures).resolve())}
+    done = subprocess.run(command, cwd=PROJECT, env=env)
+    if done.returncode == 0:
+        print(f"PASS {path}: every check holds")
+        return 0
+    if done.returncode == 1:
+        print(f"FAIL {path}: see above; shrunk counterexamples are in {failures}")
+        return 1
+    print(
+        f"schedcheck: the test run itself failed (pytest exit {done.returncode})", file=sys.stderr
+    )
     return 2
 
 

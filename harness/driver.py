@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from types import ModuleType
 from typing import Any
@@ -188,36 +189,56 @@ class Driver:
         )
 
 
-def run(impl: ModuleType, workload: Workload, max_steps: int | None = None) -> Trace:
-    """Drive `impl` through `workload` until every request finished, or the liveness bound."""
+def run(
+    impl: ModuleType,
+    workload: Workload,
+    max_steps: int | None = None,
+    on_call: Callable[[int, str], None] | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> Trace:
+    """Drive `impl` through `workload` until every request finished, or the liveness bound.
+
+    `on_call(step, call)` is told before every call into the implementation, `on_step`
+    after every complete step: an isolated worker streams both to its parent.
+    """
     bound = liveness_bound(workload) if max_steps is None else max_steps
     arrivals = workload.arrivals()
     steps: list[Step] = []
-    number, call = 0, "Scheduler()"
+    where: tuple[int, str] = (0, "Scheduler()")
+
+    def enter(number: int, call: str) -> None:
+        nonlocal where
+        where = (number, call)
+        if on_call is not None:
+            on_call(number, call)
+
     try:
+        enter(0, "Scheduler()")
         driver = Driver(impl, workload)
         for number in range(1, bound + 1):
             if steps and number > workload.last_arrival() and _all_finished(steps[-1]):
                 break
             arrived = arrivals.get(number, [])
             for request in arrived:
-                call = "Sequence()"
+                enter(number, "Sequence()")
                 seq = driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
-                call = "add()"
+                enter(number, "add()")
                 driver.sched.add(seq)
-            call = "schedule()"
+            enter(number, "schedule()")
             ids = tuple(r.seq_id for r in arrived)
             step = Step(number, ids, driver.schedule(), driver.snapshot(), None)
             steps.append(step)  # kept even if update() fails: the checks see schedule()
-            call = "update()"
+            enter(number, "update()")
             step = steps[-1] = replace(step, update=driver.update())
             if workload.reupdate:
-                call = "update() again"
-                steps[-1] = replace(step, again=driver.update())
+                enter(number, "update() again")
+                step = steps[-1] = replace(step, again=driver.update())
+            if on_step is not None:
+                on_step(step)
     except ContractError as e:
-        return Trace(workload, tuple(steps), Failure(number, call, str(e)))
+        return Trace(workload, tuple(steps), Failure(*where, str(e)))
     except (Exception, SystemExit) as e:
-        return Trace(workload, tuple(steps), Failure(number, call, describe(e, impl)))
+        return Trace(workload, tuple(steps), Failure(*where, describe(e, impl)))
     return Trace(workload, tuple(steps))
 
 
@@ -233,6 +254,8 @@ def describe(error: BaseException, impl: ModuleType) -> str:
     except Exception:
         detail = "<its message is broken>"
     text = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+    if isinstance(error, MemoryError):
+        text += " (it ran out of the memory it may use)"
     where = getattr(impl, "__file__", None)
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == where]
     if frames:

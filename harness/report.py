@@ -6,6 +6,8 @@ The trace table follows the spec's own tables: per sequence
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from invariants.trace import State, Trace, show_schedule
 from invariants.violation import CATALOGUE, Violation
 from invariants.workload import Workload
@@ -87,8 +89,9 @@ def _row(number: int, call: str, returned: str, state: State, columns: list[str]
     return cells
 
 
-def failure_report(violation: Violation, trace: Trace) -> str:
+def failure_report(violation: Violation, trace: Trace, output: str = "") -> str:
     """Everything a student needs to see what broke, from this text alone."""
+    printed = ["what the submission printed:\n" + _indent(output)] if output.strip() else []
     return "\n\n".join(
         [
             explain(violation),
@@ -96,5 +99,28 @@ def failure_report(violation: Violation, trace: Trace) -> str:
             "trace (cells: status num_computed/num_tokens/num_blocks output; "
             "W waiting, R running, F finished):\n"
             + trace_table(trace, violation.step, violation.call, violation.seq_ids),
+            *printed,
         ]
     )
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.rstrip().splitlines())
+
+
+def replay_hints(path: str, workload: Workload, saved: Path | None) -> str:
+    """How to re-run this very workload: a command, and a test to paste into a test file."""
+    lines = ["to re-run exactly this workload:"]
+    if saved is not None:
+        lines.append(f"  schedcheck check {path} --replay {saved}")
+    test = f"""\
+def test_p07_regression():
+    from harness.impl import open_impl
+    from harness.verify import verify
+    from invariants.workload import Workload
+
+    workload = Workload.from_json({workload.to_json()!r})
+    verdict = verify(open_impl({path!r}), workload)
+    assert verdict.ok, verdict.report()"""
+    lines += ["or paste this test into a test file:", _indent(test)]
+    return "\n".join(lines)

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from harness.driver import run
-from harness.loader import load_impl
+from harness.impl import Implementation, InProcess
+from harness.loader import REFERENCE, load_impl
 from harness.report import failure_report
 from invariants.checks import CHECKS, check_trace
 from invariants.trace import Trace
@@ -20,6 +21,7 @@ class Verdict:
 
     trace: Trace
     violations: list[Violation]
+    output: str = ""  # what the implementation printed while running the trace
 
     @property
     def ok(self) -> bool:
@@ -28,21 +30,23 @@ class Verdict:
     def report(self) -> str:
         if self.ok:
             return "all checks hold"
-        return failure_report(self.violations[0], self.trace)
+        return failure_report(self.violations[0], self.trace, self.output)
 
 
 def verify(
-    impl: ModuleType,
+    impl: Implementation | ModuleType,
     workload: Workload,
     checks: tuple[str, ...] = tuple(CHECKS),
     lockstep: bool | None = None,
 ) -> Verdict:
     """Run `checks` on `impl`, with only the runs they need: the never-preempting twin for
     D1, the reference for R1 (by default only where `impl` is not the reference)."""
-    reference = load_impl()
+    if isinstance(impl, ModuleType):
+        impl = InProcess(impl, getattr(impl, "__file__", None) or impl.__name__)
     if lockstep is None:
-        lockstep = impl is not reference
-    trace = run(impl, workload)
-    twin = run(impl, workload.unconstrained()) if "D1" in checks else None
-    expected = run(reference, workload) if lockstep and "R1" in checks else None
-    return Verdict(trace, check_trace(trace, expected, twin, only=checks))
+        lockstep = impl.label != REFERENCE
+    trace = impl.run(workload)
+    output = impl.output
+    twin = impl.run(workload.unconstrained()) if "D1" in checks else None
+    expected = run(load_impl(), workload) if lockstep and "R1" in checks else None
+    return Verdict(trace, check_trace(trace, expected, twin, only=checks), output)

@@ -31,6 +31,8 @@ class TokenModel:
     - `vocab_size`: ordinary tokens are drawn from [0, vocab_size], skipping eos.
     - `eos_per_mille`: the chance, in thousandths, that a position yields eos.
     - `eos_at`: (seq_id, position) pairs where eos comes for sure (position 0 = first token).
+    - `spec`: instead, the spec's worked examples' model, `100 * i + len(output)` for a
+      sequence named `a<i>` (or `s<i>`); it never says eos.
     Without an eos_token_id no token is eos, whatever these say.
     """
 
@@ -38,6 +40,7 @@ class TokenModel:
     vocab_size: int = 100
     eos_per_mille: int = 0
     eos_at: tuple[tuple[str, int], ...] = ()
+    spec: bool = False
 
     def __post_init__(self) -> None:
         if self.vocab_size < 1:
@@ -48,6 +51,8 @@ class TokenModel:
     def next_token(self, seq_id: str, history: tuple[int, ...], eos_token_id: int | None) -> int:
         """The token sampled after `history`, the sequence's output so far."""
         position = len(history)
+        if self.spec:
+            return 100 * int(seq_id[1:]) + position
         if eos_token_id is not None and (seq_id, position) in self.eos_at:
             return eos_token_id
         h = _mix(_mix(self.seed, zlib.crc32(seq_id.encode())), position)

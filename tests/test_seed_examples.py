@@ -3,17 +3,22 @@
 Example 0 is in the original (Chinese) text only; examples 1-4 are in both. Where the
 spec leaves a parameter open (max_num_seqs in example 2, max_tokens in examples 0 and 3,
 num_blocks in example 0) the value chosen here cannot change the steps it states.
+
+The implementation runs through the driver (isolated for a submission), with the spec's
+model `100 * i + len(output)`; every value asserted is read from the trace.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import pytest
 
-from tests.helpers import create_requests, create_scheduler, ids
+from harness.impl import Implementation
+from harness.verify import verify
+from invariants.tokens import TokenModel
+from invariants.trace import Trace
+from invariants.workload import Config, Request, Workload
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,10 @@ class Example:
     requests: tuple[tuple[str, int, int], ...]  # seq_id, prompt_len, max_tokens
     steps: tuple[Step, ...]
     finished: list[str]
+
+    def workload(self) -> Workload:
+        requests = tuple(Request(*r) for r in self.requests)
+        return Workload(Config(**self.config), requests, TokenModel(spec=True))
 
 
 EXAMPLES = {
@@ -189,77 +198,73 @@ EXAMPLES = {
 }
 
 
-def assert_blocks_consistent(sched: Any) -> None:
-    """The spec's own self-check after every step (I1)."""
-    assert sched.blocks_used <= sched.num_blocks
-    assert sched.blocks_used == sum(seq.num_blocks for seq in sched.running)
+def run_example(impl: Implementation, name: str) -> Trace:
+    trace = impl.run(EXAMPLES[name].workload())
+    assert trace.failure is None, trace.failure
+    return trace
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
-def test_worked_example(impl: ModuleType, name: str) -> None:
+def test_worked_example(impl: Implementation, name: str) -> None:
     example = EXAMPLES[name]
-    sched = create_scheduler(impl, **example.config)
-    seqs = create_requests(impl, sched, *example.requests)
-    for number, step in enumerate(example.steps, start=1):
-        scheduled = sched.schedule()
-        assert list(scheduled.items()) == list(step.schedule.items()), f"step {number}"
-        assert_blocks_consistent(sched)
-        done = sched.update()
-        assert ids(done) == step.finished_now, f"step {number}"
+    trace = run_example(impl, name)
+    assert len(trace.steps) >= len(example.steps)
+    for number, (step, got) in enumerate(zip(example.steps, trace.steps, strict=False), start=1):
+        assert got.schedule == tuple(step.schedule.items()), f"step {number}"
+        assert got.update is not None
+        after = got.update.after
+        assert got.update.finished == tuple(step.finished_now), f"step {number}"
         for seq_id, expected in step.seqs.items():
-            seq = seqs[seq_id]
-            got = (seq.num_computed, seq.num_tokens, seq.num_blocks)
-            assert got == expected, f"step {number} {seq_id}"
+            s = after.seqs[seq_id]
+            assert (s.num_computed, s.num_tokens, s.num_blocks) == expected, (
+                f"step {number} {seq_id}"
+            )
         for seq_id, output in step.outputs.items():
-            assert seqs[seq_id].output == output, f"step {number} {seq_id}"
-        assert sched.blocks_used == step.blocks_used, f"step {number}"
-        assert ids(sched.waiting) == step.waiting, f"step {number}"
-        assert sched.num_preemptions == step.num_preemptions, f"step {number}"
-        assert_blocks_consistent(sched)
-    assert ids(sched.finished) == example.finished
+            assert after.seqs[seq_id].output == tuple(output), f"step {number} {seq_id}"
+        assert after.blocks_used == step.blocks_used, f"step {number}"
+        assert after.waiting == tuple(step.waiting), f"step {number}"
+        assert after.num_preemptions == step.num_preemptions, f"step {number}"
+        for state in (got.scheduled, after):  # the spec's own self-check (I1)
+            assert state.blocks_used <= example.config["num_blocks"]
+            assert state.blocks_used == sum(state.seqs[s].num_blocks for s in state.running)
     if len(example.finished) == len(example.requests):
-        assert sched.blocks_used == 0
-        assert sched.running == [] and len(sched.waiting) == 0
+        assert len(trace.steps) == len(example.steps)
+        final = trace.final()
+        assert final is not None and final.finished == tuple(example.finished)
+        assert final.blocks_used == 0 and final.running == final.waiting == ()
 
 
-def test_example3_a3_may_not_jump_the_queue(impl: ModuleType) -> None:
+def test_example3_a3_may_not_jump_the_queue(impl: Implementation) -> None:
     """Example 3 read right after schedule(): the state the spec's text describes."""
-    sched = create_scheduler(impl, num_blocks=5, block_size=4, max_num_batched_tokens=100)
-    create_requests(impl, sched, ("a1", 9, 4), ("a2", 9, 4), ("a3", 1, 4))
-    assert sched.schedule() == {"a1": 9}
-    assert sched.blocks_used == 3
-    assert ids(sched.waiting) == ["a2", "a3"]
-    assert ids(sched.running) == ["a1"]
+    first = run_example(impl, "example3-fcfs-head-of-line").steps[0]
+    assert first.schedule == (("a1", 9),)
+    assert first.scheduled.blocks_used == 3
+    assert first.scheduled.waiting == ("a2", "a3")
+    assert first.scheduled.running == ("a1",)
 
 
-def test_example2_preemption_puts_victim_at_head_of_waiting(impl: ModuleType) -> None:
+def test_example2_preemption_puts_victim_at_head_of_waiting(impl: Implementation) -> None:
     """Example 2, step 2 read right after schedule(): a2 preempted, a1 grown to 2 blocks."""
-    sched = create_scheduler(impl, num_blocks=3, block_size=2)
-    seqs = create_requests(impl, sched, ("a1", 2, 3), ("a2", 3, 2))
-    sched.schedule()
-    sched.update()
-    assert sched.schedule() == {"a1": 1}
-    a2 = seqs["a2"]
-    assert (a2.status.name, a2.num_computed, a2.num_blocks, a2.output) == ("WAITING", 0, 0, [200])
-    assert (seqs["a1"].num_blocks, sched.blocks_used, sched.num_preemptions) == (2, 2, 1)
-    assert ids(sched.waiting) == ["a2"]
+    second = run_example(impl, "example2-preempt-another").steps[1]
+    assert second.schedule == (("a1", 1),)
+    state = second.scheduled
+    a2 = state.seqs["a2"]
+    assert (a2.status, a2.num_computed, a2.num_blocks, a2.output) == ("WAITING", 0, 0, (200,))
+    assert (state.seqs["a1"].num_blocks, state.blocks_used, state.num_preemptions) == (2, 2, 1)
+    assert state.waiting == ("a2",)
 
 
-def test_schedule_returns_a_copy(impl: ModuleType) -> None:
-    """update() must use its own record: an engine may mutate what schedule() returned."""
-    sched = create_scheduler(impl)
-    seqs = create_requests(impl, sched, ("a1", 3, 2))
-    scheduled = sched.schedule()
-    scheduled.clear()
-    sched.update()
-    assert seqs["a1"].num_computed == 3 and seqs["a1"].output == [100]
+def test_schedule_returns_a_copy(impl: Implementation) -> None:
+    """update() must use its own record: the driver clears what schedule() returned, as an
+    engine may, and update() must still apply the whole schedule (A1)."""
+    verdict = verify(impl, EXAMPLES["example1-token-budget-chunked-prefill"].workload(), ("A1",))
+    assert verdict.ok, verdict.report()
 
 
-def test_second_update_does_nothing(impl: ModuleType) -> None:
-    sched = create_scheduler(impl)
-    seqs = create_requests(impl, sched, ("a1", 3, 1))
-    assert sched.update() == []
-    sched.schedule()
-    assert ids(sched.update()) == ["a1"]
-    assert sched.update() == []
-    assert seqs["a1"].output == [100] and ids(sched.finished) == ["a1"]
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_second_update_does_nothing(impl: Implementation, name: str) -> None:
+    """A second update() with no schedule() returns [] and changes nothing (A1)."""
+    workload = replace(EXAMPLES[name].workload(), reupdate=True)
+    verdict = verify(impl, workload, ("C1", "A1"))
+    assert verdict.ok, verdict.report()
+    assert all(step.again is not None for step in verdict.trace.steps)

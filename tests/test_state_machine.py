@@ -4,7 +4,6 @@ and every invariant is checked after every rule, on the implementation under tes
 from __future__ import annotations
 
 from dataclasses import replace
-from types import ModuleType
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -17,7 +16,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from harness.driver import Driver
+from harness.impl import Implementation
 from harness.report import failure_report
 from invariants.checks import check_trace
 from invariants.liveness import liveness_bound
@@ -30,13 +29,13 @@ EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "A1", "F1", "D1")
 
 
 class SchedulerMachine(RuleBasedStateMachine):
-    impl: ModuleType  # set by the test: the implementation under test
+    impl: Implementation  # set by the test: the implementation under test
 
     @initialize(config=configs(), seed=st.integers(0, 2**16), eos=st.sampled_from([0, 300]))
     def start(self, config: Config, seed: int, eos: int) -> None:
         self.config = config
         self.model = TokenModel(seed=seed, eos_per_mille=eos)
-        self.driver = Driver(self.impl, Workload(config, (), self.model))
+        self.session = self.impl.session(Workload(config, (), self.model))
         self.requests: list[Request] = []
         self.steps: list[Step] = []
 
@@ -51,14 +50,14 @@ class SchedulerMachine(RuleBasedStateMachine):
         prompt_len = data.draw(prompt_lens(self.config.block_size, most), label="prompt_len")
         request = Request(f"a{len(self.requests) + 1}", prompt_len, max_tokens, len(self.steps) + 1)
         self.requests.append(request)
-        self.driver.sched.add(self.driver.new_sequence(request.seq_id, prompt_len, max_tokens))
+        self.session.add(request)
 
     @rule()
     def step(self) -> None:
         number = len(self.steps) + 1
         arrivals = tuple(r.seq_id for r in self.requests if r.arrival == number)
-        step = Step(number, arrivals, self.driver.schedule(), self.driver.snapshot(), None)
-        self.steps.append(replace(step, update=self.driver.update()))
+        schedule, scheduled = self.session.schedule()
+        self.steps.append(Step(number, arrivals, schedule, scheduled, self.session.update()))
 
     @precondition(
         lambda self: (
@@ -74,11 +73,11 @@ class SchedulerMachine(RuleBasedStateMachine):
         Only right after a step's update(): a request added in between belongs to the next
         step, and a driver step never adds between update() and update() again.
         """
-        self.steps[-1] = replace(self.steps[-1], again=self.driver.update())
+        self.steps[-1] = replace(self.steps[-1], again=self.session.update("update() again"))
 
     @invariant()
     def every_invariant_holds(self) -> None:
-        if not hasattr(self, "driver"):
+        if not hasattr(self, "session"):
             return
         trace = self.trace()
         found = check_trace(trace, only=EVERY_CALL, since=max(1, len(self.steps)))
@@ -91,7 +90,7 @@ class SchedulerMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         """Run to the end: every request must finish (L1) with the model's output (D1)."""
-        if not hasattr(self, "driver"):
+        if not hasattr(self, "session"):
             return
         for _ in range(liveness_bound(self.trace().workload)):
             if self._all_finished():
@@ -102,7 +101,7 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert not found, "\n" + failure_report(found[0], trace)
 
 
-def test_state_machine(impl: ModuleType) -> None:
+def test_state_machine(impl: Implementation) -> None:
     machine = type("Machine", (SchedulerMachine,), {"impl": impl})
     # Short runs: the bugs live in a few steps, and short runs shrink fast.
     run_state_machine_as_test(machine, settings=settings(stateful_step_count=20))

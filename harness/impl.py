@@ -1,0 +1,82 @@
+"""An implementation under test, as the checks see it: something that turns a workload into
+a trace. In process for trusted code (the reference), in a worker for everything else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Protocol
+
+from harness.driver import Driver, run
+from harness.isolation import Isolated, Limits
+from harness.loader import REFERENCE, load_impl
+from invariants.trace import State, Trace, Update
+from invariants.workload import Request, Workload
+
+
+class Session(Protocol):
+    """One scheduler instance, driven call by call."""
+
+    def add(self, request: Request) -> None: ...
+    def schedule(self) -> tuple[tuple[tuple[str, int], ...], State]: ...
+    def update(self, call: str = "update()") -> Update: ...
+
+
+class Implementation(Protocol):
+    label: str
+    output: str  # what it printed during the last run ("" when not captured)
+
+    def run(self, workload: Workload) -> Trace: ...
+    def session(self, workload: Workload) -> Session: ...
+    def stop(self) -> None: ...
+
+
+class LocalSession:
+    def __init__(self, module: ModuleType, workload: Workload) -> None:
+        self.driver = Driver(module, workload)
+
+    def add(self, request: Request) -> None:
+        seq = self.driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
+        self.driver.sched.add(seq)
+
+    def schedule(self) -> tuple[tuple[tuple[str, int], ...], State]:
+        return self.driver.schedule(), self.driver.snapshot()
+
+    def update(self, call: str = "update()") -> Update:
+        return self.driver.update()
+
+
+class InProcess:
+    """A module run in this very process: only for code we trust."""
+
+    output = ""
+
+    def __init__(self, module: ModuleType, label: str = REFERENCE) -> None:
+        self.module = module
+        self.label = label
+
+    def run(self, workload: Workload) -> Trace:
+        return run(self.module, workload)
+
+    def session(self, workload: Workload) -> LocalSession:
+        return LocalSession(self.module, workload)
+
+    def stop(self) -> None:
+        """Nothing to stop: it runs here."""
+
+
+def reference() -> InProcess:
+    return InProcess(load_impl())
+
+
+def open_impl(
+    where: str | Path = REFERENCE, in_process: bool = False, limits: Limits | None = None
+) -> Implementation:
+    """The reference (always in process), or a submission file: isolated unless asked not to."""
+    if str(where) == REFERENCE:
+        return reference()
+    if in_process:
+        return InProcess(load_impl(where), str(where))
+    worker = Isolated(where, limits)
+    worker.start()
+    return worker

@@ -1,0 +1,251 @@
+"""The parent's side of a worker: start it, feed it workloads, never trust or wait on it.
+
+Every wait has a deadline (the per-call timeout, reset by the worker's heartbeat before
+each call into the submission); a worker that dies, hangs, or sends anything that is not
+a trace becomes an ordinary failure, and the next workload gets a fresh worker. What the
+submission prints is drained by a thread, kept up to a few KB, and never reaches our own
+output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import IO, Any
+
+from invariants.trace import Failure, State, Step, Trace, Update
+from invariants.workload import Request, Workload
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Limits:
+    call_timeout: float = 2.0  # seconds for one schedule() or update()
+    memory: int = 1 << 30  # bytes of address space (RLIMIT_AS)
+    output: int = 4096  # bytes of the submission's output kept for the report
+    start_timeout: float = 60.0  # seconds to start, load and contract-check
+
+
+class SubmissionError(Exception):
+    """The submission cannot be driven at all: it does not load, or breaks the contract."""
+
+
+class SubmissionFailure(Exception):
+    """A call of a session failed; `failure` says which and how."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(f"step {failure.step}, {failure.call}: {failure.message}")
+        self.failure = failure
+
+
+class _Output:
+    """Drains a pipe in a thread so the worker never blocks on a full pipe."""
+
+    def __init__(self, pipe: IO[bytes], keep: int) -> None:
+        self.keep, self.kept, self.total = keep, bytearray(), 0
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def _drain(self, pipe: IO[bytes]) -> None:
+        while chunk := os.read(pipe.fileno(), 1 << 16):
+            with self.lock:
+                self.total += len(chunk)
+                room = self.keep - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+
+    def take(self) -> str:
+        with self.lock:
+            text = self.kept.decode(errors="replace")
+            if self.total > len(self.kept):
+                text += f"\n[... {self.total - len(self.kept)} more bytes not shown]"
+            self.kept, self.total = bytearray(), 0
+        return text
+
+
+class Isolated:
+    """A submission file run in a worker process of its own."""
+
+    def __init__(self, path: str | Path, limits: Limits | None = None) -> None:
+        self.path = str(Path(path).resolve())
+        self.limits = limits or Limits()
+        self.label = self.path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.conn: Connection | None = None
+        self.output = ""  # what the submission printed during the last run
+        self._out: _Output | None = None
+        self.where: tuple[int, str] = (0, "start")
+
+    # -- the worker's life ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start a worker; raise SubmissionError if the submission cannot be driven."""
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT), *sys.path])}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.worker", str(theirs.fileno()), self.path,
+             str(self.limits.memory)],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )  # fmt: skip
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        assert self.proc.stdout is not None
+        self._out = _Output(self.proc.stdout, self.limits.output)
+        self.where = (0, "loading the submission")
+        ready = self._receive(self.limits.start_timeout)
+        if isinstance(ready, Failure):
+            self.stop()
+            raise SubmissionError(ready.message)
+        if ready.get("load_error"):
+            self.stop()
+            raise SubmissionError(f"the submission could not be loaded: {ready['load_error']}")
+        if ready.get("problems"):
+            self.stop()
+            raise SubmissionError(
+                "the submission does not keep the contract (../shared/spec/contract.md):\n"
+                + "\n".join(f"  - {p}" for p in ready["problems"])
+            )
+
+    def stop(self) -> None:
+        """Kill the worker and everything it started."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            if self._out is not None:
+                self._out.thread.join(timeout=5)
+        if self.conn is not None:
+            self.conn.close()
+        self.proc = self.conn = None
+
+    def _ensure(self) -> Connection:
+        if self.conn is None:
+            self.start()
+        assert self.conn is not None
+        return self.conn
+
+    def _send(self, **message: Any) -> None:
+        self._ensure().send_bytes(json.dumps(message).encode())
+
+    def _receive(self, timeout: float | None = None) -> dict[str, Any] | Failure:
+        """The next message, or a Failure if the worker hung, died or sent garbage."""
+        conn = self.conn
+        assert conn is not None
+        step, call = self.where
+        wait = self.limits.call_timeout if timeout is None else timeout
+        try:
+            if not conn.poll(wait):
+                self.stop()
+                return Failure(
+                    step, call, f"{call} did not return within {wait:g} s at step {step}"
+                )
+            message = json.loads(conn.recv_bytes(1 << 26))
+            if not isinstance(message, dict):
+                raise ValueError("not a message")
+        except (EOFError, OSError):
+            return Failure(step, call, self._death(call, step))
+        except ValueError:
+            self.stop()
+            return Failure(
+                step, call, f"the worker sent something that is not a trace during {call}"
+            )
+        if message.get("kind") == "call":
+            self.where = (int(message["step"]), str(message["call"]))
+        return message
+
+    def _death(self, call: str, step: int) -> str:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.stop()
+        if code is not None and code < 0:
+            how = f"was killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}: the submission ended the process (os._exit?)"
+        return f"the worker process {how} during {call} at step {step}"
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def run(self, workload: Workload) -> Trace:
+        """Run `workload` in the worker; any hang, death or garbage is the trace's failure."""
+        self._ensure()
+        assert self._out is not None
+        self._out.take()
+        self.where = (0, "Scheduler()")
+        self._send(op="run", workload=json.loads(workload.to_json()))
+        steps: list[Step] = []
+        failure: Failure | None = None
+        while True:
+            message = self._receive()
+            if isinstance(message, Failure):
+                failure = message
+                break
+            try:
+                kind = message["kind"]
+                if kind == "step":
+                    steps.append(Step.from_dict(message["step"]))
+                elif kind == "end":
+                    if message["partial"] is not None:
+                        steps.append(Step.from_dict(message["partial"]))
+                    if message["failure"] is not None:
+                        failure = Failure(**message["failure"])
+                    break
+            except (KeyError, TypeError, ValueError):
+                self.stop()
+                failure = Failure(*self.where, "the worker sent something that is not a trace")
+                break
+        self.output = self._out.take() if self._out is not None else ""
+        return Trace(workload, tuple(steps), failure)
+
+    def session(self, workload: Workload) -> RemoteSession:
+        self._ensure()
+        return RemoteSession(self, workload)
+
+    def request(self, **message: Any) -> Any:
+        """One session command: its result, or SubmissionFailure."""
+        self._send(**message)
+        while True:
+            reply = self._receive()
+            if isinstance(reply, Failure):
+                raise SubmissionFailure(reply)
+            if reply.get("kind") == "result":
+                return reply.get("value")
+            if reply.get("kind") == "failure":
+                raise SubmissionFailure(Failure(**reply["failure"]))
+
+
+class RemoteSession:
+    """The calls of one scheduler instance, one at a time (for the stateful test)."""
+
+    def __init__(self, worker: Isolated, workload: Workload) -> None:
+        self.worker = worker
+        worker.request(op="open", workload=json.loads(workload.to_json()))
+
+    def add(self, request: Request) -> None:
+        self.worker.request(op="add", request=vars(request))
+
+    def schedule(self) -> tuple[tuple[tuple[str, int], ...], State]:
+        value = self.worker.request(op="schedule")
+        pairs = tuple((str(k), int(v)) for k, v in value["schedule"])
+        return pairs, State.from_dict(value["scheduled"])
+
+    def update(self, call: str = "update()") -> Update:
+        return Update.from_dict(self.worker.request(op="update", call=call))

@@ -1,0 +1,171 @@
+"""The worker process: loads one untrusted submission and runs workloads in it.
+
+Started by `harness.isolation` as `python -m harness.worker FD PATH MEMORY`. Everything the
+checker needs is imported first; then, when started as root, the worker moves into a fresh
+temporary directory and drops to an unprivileged user (the interpreter lives in root's
+home, which that user cannot read: imports must come before the drop). Only then is the
+submission read, compiled and run. It talks to the parent over the socket FD in JSON:
+plain data only, and the parent decides.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pwd
+import resource
+import sys
+import tempfile
+import types
+from multiprocessing.connection import Connection
+from typing import Any
+
+from harness.contract import contract_problems
+from harness.driver import ContractError, Driver, describe, run
+from invariants.trace import Step
+from invariants.workload import Request, Workload
+
+# What a submission may reasonably import; after the privilege drop nothing new can be.
+PRELOAD = (
+    "abc", "array", "bisect", "collections", "collections.abc", "contextlib", "copy",
+    "dataclasses", "enum", "functools", "heapq", "itertools", "linecache", "logging", "math",
+    "numbers", "operator", "queue", "random", "re", "statistics", "string", "time",
+    "tokenize", "traceback", "typing", "uuid", "warnings", "weakref",
+)  # fmt: skip
+UNPRIVILEGED = "nobody"
+
+
+def drop_privileges(workdir: str) -> None:
+    """Become `nobody` (no groups) if root: the submission can then neither write the
+    project's files nor signal the parent."""
+    if os.geteuid() != 0:
+        return
+    user = pwd.getpwnam(UNPRIVILEGED)
+    os.chown(workdir, user.pw_uid, user.pw_gid)
+    os.setgroups([])
+    os.setgid(user.pw_gid)
+    os.setuid(user.pw_uid)
+
+
+def limit(memory: int) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 24, 1 << 24))
+
+
+def load_submission(path: str, source: bytes) -> types.ModuleType:
+    name = "submission"
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+class Worker:
+    """The loop: one command in, plain data out."""
+
+    def __init__(self, conn: Connection, module: types.ModuleType) -> None:
+        self.conn = conn
+        self.module = module
+        self.driver: Driver | None = None
+        self.number = 0
+
+    def send(self, **message: Any) -> None:
+        self.conn.send_bytes(json.dumps(message).encode())
+
+    def heartbeat(self, step: int, call: str) -> None:
+        self.send(kind="call", step=step, call=call)
+
+    def serve(self) -> None:
+        while True:
+            request = json.loads(self.conn.recv_bytes())
+            getattr(self, "op_" + request["op"])(request)
+
+    def op_run(self, request: dict[str, Any]) -> None:
+        workload = Workload.from_dict(request["workload"])
+        trace = run(self.module, workload, None, self.heartbeat, self.step_done)
+        partial = trace.steps[-1] if trace.steps and trace.steps[-1].update is None else None
+        failure = None if trace.failure is None else vars(trace.failure)
+        self.send(
+            kind="end",
+            partial=None if partial is None else partial.to_dict(),
+            failure=failure,
+            steps=len(trace.steps),
+        )
+
+    def step_done(self, step: Step) -> None:
+        self.send(kind="step", step=step.to_dict())
+
+    # A session: the parent drives the calls one by one (the stateful test).
+    def op_open(self, request: dict[str, Any]) -> None:
+        self.number = 0
+        self._reply(0, "Scheduler()", lambda: self._open(request["workload"]))
+
+    def _open(self, workload: dict[str, Any]) -> None:
+        self.driver = Driver(self.module, Workload.from_dict(workload))
+
+    def op_add(self, request: dict[str, Any]) -> None:
+        r = Request(**request["request"])
+        driver = self.driver
+        assert driver is not None
+        self._reply(self.number + 1, "add()", lambda: driver.sched.add(
+            driver.new_sequence(r.seq_id, r.prompt_len, r.max_tokens)
+        ))  # fmt: skip
+
+    def op_schedule(self, request: dict[str, Any]) -> None:
+        self.number += 1
+        driver = self.driver
+        assert driver is not None
+        self._reply(self.number, "schedule()", lambda: {
+            "schedule": driver.schedule(), "scheduled": driver.snapshot().to_dict()
+        })  # fmt: skip
+
+    def op_update(self, request: dict[str, Any]) -> None:
+        driver = self.driver
+        assert driver is not None
+        self._reply(self.number, request["call"], lambda: driver.update().to_dict())
+
+    def _reply(self, step: int, call: str, action: Any) -> None:
+        self.heartbeat(step, call)
+        try:
+            self.send(kind="result", value=action())
+        except ContractError as e:
+            self.send(kind="failure", failure={"step": step, "call": call, "message": str(e)})
+        except (Exception, SystemExit) as e:
+            message = describe(e, self.module)
+            self.send(kind="failure", failure={"step": step, "call": call, "message": message})
+
+
+def main(argv: list[str]) -> None:
+    fd, path, memory = int(argv[0]), argv[1], int(argv[2])
+    conn = Connection(fd)
+    for name in PRELOAD:
+        importlib.import_module(name)
+    with open(path, "rb") as f:  # read as the parent's user; run as nobody
+        source = f.read()
+    workdir = tempfile.mkdtemp(prefix="schedcheck-worker-")
+    os.chdir(workdir)
+    drop_privileges(workdir)
+    limit(memory)
+    try:
+        module = load_submission(path, source)
+    except (Exception, SystemExit) as e:
+        message = describe(e, types.SimpleNamespace(__file__=path))  # type: ignore[arg-type]
+        conn.send_bytes(json.dumps({"kind": "ready", "load_error": message}).encode())
+        return
+    try:
+        problems = contract_problems(module)
+    except (Exception, SystemExit) as e:
+        problems = [f"checking the contract raised {e!r}"]
+    conn.send_bytes(json.dumps({"kind": "ready", "problems": problems}).encode())
+    if not problems:
+        Worker(conn, module).serve()
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    finally:
+        os._exit(0)  # never run the submission's atexit hooks or finalizers
