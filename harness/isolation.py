@@ -169,6 +169,24 @@ class Isolated:
             self.where = (int(message["step"]), str(message["call"]))
         return message
 
+    def _memory_note(self) -> str:
+        """Say so when a hung worker was filling its memory cap: a hog, not a loop."""
+        assert self.proc is not None
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError:
+            return ""
+        for line in status.splitlines():
+            if line.startswith("VmSize:"):
+                used = int(line.split()[1]) << 10
+                cap = self.limits.memory
+                if used > cap // 2:
+                    return (
+                        f", while holding {used >> 20} MiB of its {cap >> 20} MiB memory cap "
+                        "(a memory hog?)"
+                    )
+        return ""
+
     def _death(self, call: str, step: int) -> str:
         assert self.proc is not None
         try:

@@ -1,0 +1,14 @@
+"""Hangs: schedule() spins forever at step 2. Expected: a timeout failure."""
+
+from scheduler import Scheduler as _Reference
+from scheduler import Sequence, SequenceStatus
+
+__all__ = ["Scheduler", "Sequence", "SequenceStatus"]
+
+
+class Scheduler(_Reference):
+    def schedule(self) -> dict[str, int]:
+        if self.running:
+            while True:
+                pass
+        return super().schedule()

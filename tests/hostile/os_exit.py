@@ -1,0 +1,13 @@
+"""Leaves abruptly: os._exit(0) in update(), no cleanup. Expected: a worker-death failure."""
+
+import os
+
+from scheduler import Scheduler as _Reference
+from scheduler import Sequence, SequenceStatus
+
+__all__ = ["Scheduler", "Sequence", "SequenceStatus"]
+
+
+class Scheduler(_Reference):
+    def update(self) -> list[Sequence]:
+        os._exit(0)

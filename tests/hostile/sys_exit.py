@@ -1,0 +1,13 @@
+"""Leaves politely: sys.exit(0) in update(). Expected: a failure, never a pass."""
+
+import sys
+
+from scheduler import Scheduler as _Reference
+from scheduler import Sequence, SequenceStatus
+
+__all__ = ["Scheduler", "Sequence", "SequenceStatus"]
+
+
+class Scheduler(_Reference):
+    def update(self) -> list[Sequence]:
+        sys.exit(0)

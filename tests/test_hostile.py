@@ -1,0 +1,122 @@
+"""Hostile submissions are reported as failures, fast, and leave the checker and the
+project untouched. These check the isolation itself and do not depend on `--impl`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.isolation import PROJECT, Isolated, Limits, SubmissionError
+from harness.verify import verify
+from tests.workloads import EXAMPLES
+
+HOSTILE = Path(__file__).parent / "hostile"
+FAST = Limits(call_timeout=1.0, memory=256 << 20)
+WORKLOAD = EXAMPLES["example2"]  # two requests, a preemption, four steps
+
+# hostile file -> what the first violation's message must contain
+EXPECTED = {
+    "infinite_loop": "schedule() did not return within 1 s at step 2",
+    "sleep_forever": "update() did not return within 1 s at step 1",
+    "sigalrm_ignored": "schedule() did not return within 1 s at step 1",
+    "sys_exit": "raised SystemExit: 0",
+    "os_exit": "the worker process exited with code 0",
+    "memory_hog": "raised MemoryError",
+    "output_flood": "raised RuntimeError: flooded",
+    "wrong_types": "schedule() must return a dict, got list",
+    "lying_dict": "schedule() must return a dict, got Always",
+    "patch_checker": "",  # anything: the point is that it fails
+    "writes_files": "",
+}
+
+
+def check_hostile(name: str) -> tuple[str, str, float]:
+    """(first violation, captured output, seconds) of one hostile file on WORKLOAD."""
+    worker = Isolated(HOSTILE / f"{name}.py", FAST)
+    start = time.monotonic()
+    try:
+        verdict = verify(worker, WORKLOAD)
+    finally:
+        worker.stop()
+    assert not verdict.ok, f"{name} passed"
+    return str(verdict.violations[0]), verdict.output, time.monotonic() - start
+
+
+def test_every_hostile_file_has_an_expectation() -> None:
+    assert {p.stem for p in HOSTILE.glob("*.py")} == {*EXPECTED, "import_error"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_hostile_submission_is_a_failure(name: str) -> None:
+    first, _, seconds = check_hostile(name)
+    assert EXPECTED[name] in first
+    assert seconds < 30
+
+
+def test_import_error_is_one_clear_message() -> None:
+    with pytest.raises(SubmissionError) as raised:
+        Isolated(HOSTILE / "import_error.py", FAST).start()
+    message = str(raised.value)
+    assert message.startswith("the submission could not be loaded: raised ModuleNotFoundError")
+    assert "numpy_is_not_here" in message and "line 3" in message
+
+
+def test_output_is_captured_and_cut(capfd: pytest.CaptureFixture[str]) -> None:
+    _, output, _ = check_hostile("output_flood")
+    assert output.startswith("x" * 100) or output.startswith("y" * 100)
+    assert len(output) < 5000 and "more bytes not shown" in output
+    seen = capfd.readouterr()
+    assert "xxxxxxxxxx" not in seen.out + seen.err
+
+
+def test_nothing_lands_in_the_project() -> None:
+    before = sorted(p for p in PROJECT.rglob("*") if ".git" not in p.parts)
+    check_hostile("writes_files")
+    after = sorted(p for p in PROJECT.rglob("*") if ".git" not in p.parts)
+    assert [p for p in after if p not in before] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop happens only as root")
+def test_worker_runs_as_nobody_in_a_fresh_directory(tmp_path: Path) -> None:
+    spy = tmp_path / "p07_scheduler.py"
+    spy.write_text(
+        "import os\nfrom scheduler import *  # noqa: F403\n"
+        "print('uid', os.getuid(), 'cwd', os.getcwd(), flush=True)\n"
+        "raise SystemExit('stop here')\n"
+    )
+    worker = Isolated(spy, FAST)
+    with pytest.raises(SubmissionError):
+        worker.start()
+    assert worker._out is not None
+    printed = worker._out.take()
+    assert "uid 65534" in printed and "cwd /tmp/schedcheck-worker-" in printed
+
+
+def test_a_dead_worker_is_replaced_for_the_next_workload() -> None:
+    worker = Isolated(HOSTILE / "os_exit.py", FAST)
+    try:
+        first = worker.run(WORKLOAD)
+        second = worker.run(WORKLOAD)
+    finally:
+        worker.stop()
+    assert first.failure is not None and second.failure is not None
+    assert first.failure.message == second.failure.message
+
+
+@pytest.mark.parametrize("name", ["import_error", "os_exit", "sleep_forever"])
+def test_schedcheck_check_exits_1(name: str) -> None:
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "check", str(HOSTILE / f"{name}.py"),
+         "--call-timeout=1", "-n", "1"],
+        cwd=PROJECT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "CI": "true"},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"FAIL {HOSTILE / name}.py" in done.stdout
+    assert time.monotonic() - start < 60
