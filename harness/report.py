@@ -40,8 +40,12 @@ def describe_workload(workload: Workload) -> str:
             f"{r.seq_id} (prompt {r.prompt_len}, max {r.max_tokens}, step {r.arrival})"
             for r in workload.requests
         ),
-        f"  token model: seed={m.seed} vocab_size={m.vocab_size} "
-        f"eos_per_mille={m.eos_per_mille} eos_at={list(m.eos_at)}"
+        (
+            "  token model: the spec's examples' (100 * i + len(output) for a<i>)"
+            if m.spec
+            else f"  token model: seed={m.seed} vocab_size={m.vocab_size} "
+            f"eos_per_mille={m.eos_per_mille} eos_at={list(m.eos_at)}"
+        )
         + ("; update() is called twice per step" if workload.reupdate else ""),
     ]
     return "\n".join(lines)
@@ -119,7 +123,7 @@ def test_p07_regression():
     from harness.verify import verify
     from invariants.workload import Workload
 
-    workload = Workload.from_json({workload.to_json()!r})
+    workload = Workload.from_json({workload.to_json(indent=None)!r})
     verdict = verify(open_impl({path!r}), workload)
     assert verdict.ok, verdict.report()"""
     lines += ["or paste this test into a test file:", _indent(test)]

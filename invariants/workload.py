@@ -96,8 +96,8 @@ class Workload:
         config = replace(self.config, num_blocks=max(total, self.config.num_blocks))
         return replace(self, config=config)
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(asdict(self), indent=indent)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Workload:

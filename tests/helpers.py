@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hypothesis import target
+from hypothesis.control import currently_in_test_context
+
 from harness.driver import run
+from harness.impl import Implementation
 from harness.loader import load_impl
+from harness.report import replay_hints
+from harness.verify import verify
 from invariants.trace import State, Step, Trace
 from invariants.workload import Workload
 
@@ -76,3 +84,30 @@ def _changed(state: State, seq: str | None, fields: dict[str, Any]) -> State:
     if seq is None:
         return replace(state, **fields)
     return replace(state, seqs={**state.seqs, seq: state.seqs[seq]._replace(**fields)})
+
+
+def assert_holds(impl: Implementation, workload: Workload, checks: tuple[str, ...]) -> Trace:
+    """Run `checks` on `impl`; fail with the full report and a way to replay it."""
+    verdict = verify(impl, workload, checks)
+    final = verdict.trace.final()
+    if final is not None and currently_in_test_context():
+        target(float(final.num_preemptions), label="preemptions")  # toward storms
+    if not verdict.ok:
+        saved = save_failure(workload, verdict.violations[0].check)
+        hints = replay_hints(impl.label, workload, saved)
+        raise AssertionError(f"\n{verdict.report()}\n\n{hints}")
+    return verdict.trace
+
+
+def save_failure(workload: Workload, check: str) -> Path | None:
+    """Write the workload where SCHEDCHECK_SAVE_FAILURES says, one file per check.
+
+    Hypothesis runs the shrunk example last, so the file ends up holding it.
+    """
+    where = os.environ.get("SCHEDCHECK_SAVE_FAILURES")
+    if not where:
+        return None
+    path = Path(where) / f"{check}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(workload.to_json())
+    return path

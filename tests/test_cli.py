@@ -1,10 +1,17 @@
-"""The `schedcheck` console script."""
+"""The `schedcheck` console script: exit codes, the contract check, --replay."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from harness.cli import main
+from tests.workloads import EXAMPLES
+
+ROOT = Path(__file__).parent.parent
+MUTANT = str(ROOT / "tests" / "mutants" / "bt_output_cleared_on_preemption.py")
+REFERENCE_FILE = str(ROOT / "scheduler" / "__init__.py")
 
 
 def test_help_prints_usage_and_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
@@ -12,6 +19,57 @@ def test_help_prints_usage_and_succeeds(capsys: pytest.CaptureFixture[str]) -> N
     assert capsys.readouterr().out.startswith("usage: schedcheck")
 
 
-def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 2
-    assert "usage: schedcheck" in capsys.readouterr().err
+@pytest.mark.parametrize("argv", [[], ["grade"], ["check", "--bogus"]])
+def test_usage_errors_exit_2(argv: list[str]) -> None:
+    assert main(argv) == 2
+
+
+def test_missing_default_submission_exits_2_and_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["check"]) == 2
+    assert "no submission file at mine/p07_scheduler.py" in capsys.readouterr().err
+
+
+def test_contract_problems_are_listed_in_one_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "p07_scheduler.py"
+    broken.write_text(
+        "import enum\n"
+        "class SequenceStatus(enum.Enum):\n    WAITING = 1\n    RUNNING = 2\n"
+        "class Sequence:\n"
+        "    def __init__(self, seq_id, prompt_len, max_tokens):\n"
+        "        self.seq_id, self.prompt_len, self.max_tokens = seq_id, prompt_len, max_tokens\n"
+        "        self.output = []\n"
+    )
+    assert main(["check", str(broken)]) == 1
+    out = capsys.readouterr().out
+    assert "does not keep the contract" in out
+    for problem in (
+        "SequenceStatus has no member named FINISHED",
+        "a new Sequence has no attribute num_computed",
+        "a new Sequence has no attribute num_blocks",
+        "Scheduler must be a class, got None",
+    ):
+        assert f"  - {problem}" in out
+
+
+@pytest.mark.parametrize(("where", "code"), [(MUTANT, 1), (REFERENCE_FILE, 0)])
+def test_replay_runs_one_saved_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, code: int
+) -> None:
+    saved = tmp_path / "example2.json"
+    saved.write_text(EXAMPLES["example2"].to_json())
+    assert main(["check", where, "--replay", str(saved)]) == code
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL" if code else "PASS")
+    if code:
+        assert "I4 at step 2, schedule(): a2 was preempted" in out
+
+
+def test_unreadable_replay_file_is_a_usage_error(tmp_path: Path) -> None:
+    saved = tmp_path / "broken.json"
+    saved.write_text("{not json")
+    assert main(["check", REFERENCE_FILE, "--replay", str(saved)]) == 2

@@ -6,19 +6,15 @@ Each property reports the behaviours its workload exercises with `hypothesis.eve
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-from hypothesis import event, given, target
+from hypothesis import event, given
 
 from harness.impl import Implementation
 from harness.loader import REFERENCE
-from harness.report import replay_hints
-from harness.verify import verify
 from invariants.workload import Workload
 from strategies.coverage import observe
 from strategies.workloads import any_workloads
+from tests.helpers import assert_holds
 
 INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "A1", "F1", "L1")
 
@@ -26,31 +22,6 @@ INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "A1", "F1", "L1")
 def label(workload: Workload) -> None:
     for behaviour in sorted(observe(workload)):
         event(behaviour)
-
-
-def assert_holds(impl: Implementation, workload: Workload, checks: tuple[str, ...]) -> None:
-    verdict = verify(impl, workload, checks)
-    final = verdict.trace.final()
-    if final is not None:
-        target(float(final.num_preemptions), label="preemptions")  # toward storms
-    if not verdict.ok:
-        saved = save_failure(workload, verdict.violations[0].check)
-        hints = replay_hints(impl.label, workload, saved)
-        raise AssertionError(f"\n{verdict.report()}\n\n{hints}")
-
-
-def save_failure(workload: Workload, check: str) -> Path | None:
-    """Write the workload where SCHEDCHECK_SAVE_FAILURES says, one file per check.
-
-    Hypothesis runs the shrunk example last, so the file ends up holding it.
-    """
-    where = os.environ.get("SCHEDCHECK_SAVE_FAILURES")
-    if not where:
-        return None
-    path = Path(where) / f"{check}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(workload.to_json())
-    return path
 
 
 @given(workload=any_workloads())
