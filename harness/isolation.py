@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -86,16 +88,18 @@ class Isolated:
         self.output = ""  # what the submission printed during the last run
         self._out: _Output | None = None
         self.where: tuple[int, str] = (0, "start")
+        self.workdir: str | None = None  # the worker's fresh working directory
 
     # -- the worker's life ------------------------------------------------------------------
 
     def start(self) -> None:
         """Start a worker; raise SubmissionError if the submission cannot be driven."""
         ours, theirs = socket.socketpair()
+        self.workdir = tempfile.mkdtemp(prefix="schedcheck-worker-")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT), *sys.path])}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "harness.worker", str(theirs.fileno()), self.path,
-             str(self.limits.memory)],
+             str(self.limits.memory), self.workdir],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -132,7 +136,9 @@ class Isolated:
                 self._out.thread.join(timeout=5)
         if self.conn is not None:
             self.conn.close()
-        self.proc = self.conn = None
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        self.proc = self.conn = self.workdir = None
 
     def _ensure(self) -> Connection:
         if self.conn is None:

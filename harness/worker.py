@@ -1,6 +1,6 @@
 """The worker process: loads one untrusted submission and runs workloads in it.
 
-Started by `harness.isolation` as `python -m harness.worker FD PATH MEMORY`. Everything the
+Started by `harness.isolation` as `python -m harness.worker FD PATH MEMORY WORKDIR`. Everything the
 checker needs is imported first; then, when started as root, the worker moves into a fresh
 temporary directory and drops to an unprivileged user (the interpreter lives in root's
 home, which that user cannot read: imports must come before the drop). Only then is the
@@ -16,7 +16,6 @@ import os
 import pwd
 import resource
 import sys
-import tempfile
 import types
 from multiprocessing.connection import Connection
 from typing import Any
@@ -139,13 +138,12 @@ class Worker:
 
 
 def main(argv: list[str]) -> None:
-    fd, path, memory = int(argv[0]), argv[1], int(argv[2])
+    fd, path, memory, workdir = int(argv[0]), argv[1], int(argv[2]), argv[3]
     conn = Connection(fd)
     for name in PRELOAD:
         importlib.import_module(name)
     with open(path, "rb") as f:  # read as the parent's user; run as nobody
         source = f.read()
-    workdir = tempfile.mkdtemp(prefix="schedcheck-worker-")
     os.chdir(workdir)
     drop_privileges(workdir)
     limit(memory)

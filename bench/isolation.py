@@ -1,0 +1,63 @@
+"""Isolated vs in-process checking: examples per second on the same workloads.
+
+Run: python -m bench.isolation
+The same 300 generated workloads are checked (every check, R1 included) on the reference
+loaded as a submission file, once in this process and once in an isolated worker.
+Medians of 3 repetitions; the goal is a ratio of at least 0.5.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+from harness.impl import Implementation, InProcess
+from harness.isolation import Isolated
+from harness.loader import load_impl
+from harness.verify import verify
+from invariants.workload import Workload
+from strategies.workloads import any_workloads
+
+SUBMISSION = Path(__file__).resolve().parent.parent / "scheduler" / "__init__.py"
+COUNT = 300
+
+
+def sample_workloads(count: int = COUNT) -> list[Workload]:
+    found: list[Workload] = []
+
+    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(any_workloads())
+    def collect(workload: Workload) -> None:
+        found.append(workload)
+
+    collect()
+    return found
+
+
+def examples_per_second(impl: Implementation, workloads: list[Workload]) -> float:
+    start = time.perf_counter()
+    for workload in workloads:
+        assert verify(impl, workload).ok
+    return len(workloads) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    workloads = sample_workloads()
+    in_process = InProcess(load_impl(SUBMISSION), str(SUBMISSION))
+    isolated = Isolated(SUBMISSION)
+    isolated.start()
+    try:
+        local = statistics.median(examples_per_second(in_process, workloads) for _ in range(3))
+        remote = statistics.median(examples_per_second(isolated, workloads) for _ in range(3))
+    finally:
+        isolated.stop()
+    print(f"in-process: {local:.0f} examples/s; isolated: {remote:.0f} examples/s")
+    print(f"isolated/in-process = {remote / local:.2f} (goal >= 0.5)")
+
+
+if __name__ == "__main__":
+    main()
