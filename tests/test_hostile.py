@@ -26,6 +26,7 @@ EXPECTED = {
     "sigalrm_ignored": "schedule() did not return within 1 s at step 1",
     "sys_exit": "raised SystemExit: 0",
     "os_exit": "the worker process exited with code 0",
+    "segfault": "the worker process was killed by signal SIGSEGV during schedule() at step 1",
     "memory_hog": "raised MemoryError",
     "output_flood": "raised RuntimeError: flooded",
     "wrong_types": "schedule() must return a dict, got list",
