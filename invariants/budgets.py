@@ -59,6 +59,23 @@ def check_i2(ev: Evidence) -> Iterator[Violation]:
             )  # fmt: skip
 
 
+def check_i8(ev: Evidence) -> Iterator[Violation]:
+    """I8: len(running) <= max_num_seqs, the third budget (spec, "Three budgets").
+
+    Phase 2 admits only while len(running) < max_num_seqs, and nothing else adds to
+    running, so it holds after every call.
+    """
+    cap = ev.trace.workload.config.max_num_seqs
+    for t in ev.transitions:
+        if len(t.after.running) > cap:
+            yield Violation(
+                "I8", t.step, t.call,
+                f"running holds {len(t.after.running)} sequences {list(t.after.running)}, "
+                f"more than max_num_seqs = {cap}",
+                t.after.running,
+            )  # fmt: skip
+
+
 def check_i7(ev: Evidence) -> Iterator[Violation]:
     """I7: KV covers exactly what is computed (spec, "Three budgets").
 

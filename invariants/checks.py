@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from invariants.budgets import check_i1, check_i2, check_i7
+from invariants.budgets import check_i1, check_i2, check_i7, check_i8
 from invariants.evidence import Evidence
 from invariants.liveness import check_l1
 from invariants.oracles import check_d1, check_r1
@@ -33,6 +33,7 @@ CHECKS: dict[str, Check] = {
     "I5": check_i5,
     "I6": check_i6,
     "I7": check_i7,
+    "I8": check_i8,
     "A1": check_a1,
     "F1": check_f1,
     "L1": check_l1,

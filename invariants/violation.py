@@ -87,6 +87,12 @@ _SPEC_CHECKS = (
         ),
     ),
     CheckInfo(
+        "I8",
+        "len(running) <= max_num_seqs",
+        "more sequences running than there are slots: memory and latency beyond the cap",
+        ("max_num_seqs ignored, or tested off by one, in phase 2",),
+    ),
+    CheckInfo(
         "A1",
         "accounting: num_computed grows by exactly n, output by one token when all are "
         "computed, num_preemptions by the preemptions, finished by what update() returns",

@@ -147,6 +147,12 @@ def test_i7_fires_on_a_finished_sequence_holding_blocks() -> None:
     assert "finished a3 still holds 1 blocks" in v.message
 
 
+def test_i8_fires_over_max_num_seqs() -> None:
+    v = fired(with_config(EX1, max_num_seqs=2), "I8")
+    assert (v.step, v.call) == (2, "schedule()")
+    assert "running holds 3 sequences ['a1', 'a2', 'a3'], more than max_num_seqs = 2" in v.message
+
+
 def test_a1_fires_when_update_does_not_apply_n() -> None:
     v = fired(tamper(EX1, 1, "update()", seq="a1", num_computed=5), "A1")
     assert "a1 was scheduled with n = 6 from num_computed 0" in v.message

@@ -16,7 +16,7 @@ from strategies.coverage import observe
 from strategies.workloads import any_workloads
 from tests.helpers import assert_holds
 
-INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "A1", "F1", "L1")
+INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1")
 
 
 def label(workload: Workload) -> None:

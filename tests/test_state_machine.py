@@ -25,7 +25,7 @@ from invariants.trace import Step, Trace
 from invariants.workload import Config, Request, Workload
 from strategies.workloads import MAX_TOKENS, configs, prompt_lens
 
-EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "A1", "F1", "D1")
+EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
 
 
 class SchedulerMachine(RuleBasedStateMachine):
