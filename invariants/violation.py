@@ -143,5 +143,5 @@ CATALOGUE: dict[str, CheckInfo] = {info.id: info for info in _SPEC_CHECKS}
 
 # When several checks fire at the same call, the most specific explanation is shown first.
 PRIORITY: tuple[str, ...] = tuple(
-    ["C1", "I6", "I4", "I3", "I5", "I1", "I2", "A1", "I7", "F1", "D1", "L1", "R1"]
+    ["C1", "I6", "I4", "I3", "I5", "I1", "I2", "I8", "A1", "I7", "F1", "D1", "L1", "R1"]
 )
