@@ -227,8 +227,7 @@ class Isolated:
                 if kind == "step":
                     steps.append(Step.from_dict(message["step"]))
                 elif kind == "end":
-                    if message["partial"] is not None:
-                        steps.append(Step.from_dict(message["partial"]))
+                    steps += [Step.from_dict(step) for step in message["rest"]]
                     if message["failure"] is not None:
                         failure = Failure(**message["failure"])
                     break

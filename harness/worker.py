@@ -10,11 +10,13 @@ plain data only, and the parent decides.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
 import pwd
 import resource
+import signal
 import sys
 import types
 from multiprocessing.connection import Connection
@@ -33,6 +35,7 @@ PRELOAD = (
     "tokenize", "traceback", "typing", "uuid", "warnings", "weakref",
 )  # fmt: skip
 UNPRIVILEGED = "nobody"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def drop_privileges(workdir: str) -> None:
@@ -45,6 +48,16 @@ def drop_privileges(workdir: str) -> None:
     os.setgroups([])
     os.setgid(user.pw_gid)
     os.setuid(user.pw_uid)
+
+
+def die_with_parent(parent: int) -> None:
+    """Be killed when the parent dies, even in the middle of an endless loop.
+
+    Set after the privilege drop: changing credentials clears the setting.
+    """
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
 
 
 def limit(memory: int) -> None:
@@ -70,6 +83,7 @@ class Worker:
         self.module = module
         self.driver: Driver | None = None
         self.number = 0
+        self.sent = 0  # steps of the current run already streamed
 
     def send(self, **message: Any) -> None:
         self.conn.send_bytes(json.dumps(message).encode())
@@ -84,17 +98,15 @@ class Worker:
 
     def op_run(self, request: dict[str, Any]) -> None:
         workload = Workload.from_dict(request["workload"])
+        self.sent = 0
         trace = run(self.module, workload, None, self.heartbeat, self.step_done)
-        partial = trace.steps[-1] if trace.steps and trace.steps[-1].update is None else None
         failure = None if trace.failure is None else vars(trace.failure)
-        self.send(
-            kind="end",
-            partial=None if partial is None else partial.to_dict(),
-            failure=failure,
-            steps=len(trace.steps),
-        )
+        # A failure mid-step leaves a step the stream never carried: send it with the end.
+        rest = [step.to_dict() for step in trace.steps[self.sent :]]
+        self.send(kind="end", rest=rest, failure=failure)
 
     def step_done(self, step: Step) -> None:
+        self.sent += 1
         self.send(kind="step", step=step.to_dict())
 
     # A session: the parent drives the calls one by one (the stateful test).
@@ -144,8 +156,10 @@ def main(argv: list[str]) -> None:
         importlib.import_module(name)
     with open(path, "rb") as f:  # read as the parent's user; run as nobody
         source = f.read()
+    parent = os.getppid()
     os.chdir(workdir)
     drop_privileges(workdir)
+    die_with_parent(parent)
     limit(memory)
     try:
         module = load_submission(path, source)

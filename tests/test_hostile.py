@@ -121,3 +121,30 @@ def test_schedcheck_check_exits_1(name: str) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"FAIL {HOSTILE / name}.py" in done.stdout
     assert time.monotonic() - start < 60
+
+
+def test_a_hung_worker_dies_with_its_parent() -> None:
+    """A submission stuck in a loop never reads its socket: the kernel must kill it when
+    the checker that started it dies (PR_SET_PDEATHSIG)."""
+    script = (
+        "import json, sys, time\n"
+        "from harness.isolation import Isolated\n"
+        "from tests.workloads import EXAMPLES\n"
+        f"worker = Isolated({str(HOSTILE / 'infinite_loop.py')!r})\n"
+        "worker.start()\n"
+        "print(worker.proc.pid, flush=True)\n"
+        "worker._send(op='run', workload=json.loads(EXAMPLES['example2'].to_json()))\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=PROJECT, stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    pid = int(parent.stdout.readline())
+    time.sleep(0.5)  # the worker is spinning in schedule() now
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists(), "the worker outlived its parent"

@@ -1,6 +1,7 @@
 """Bug: a preempted sequence is put at the tail of waiting (spec bug table, row 4).
 
-Symptom: it starves, or the order scrambles under pressure. Caught by I5.
+Symptom: it starves, or the order scrambles under pressure. Caught by I5, or by F1 when
+the sequence behind it is admitted in the same step.
 """
 
 from scheduler import Scheduler as _Reference
