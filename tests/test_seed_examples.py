@@ -17,9 +17,10 @@ import pytest
 from harness.impl import Implementation
 from harness.verify import verify
 from invariants.checks import CHECKS
-from invariants.tokens import TokenModel
 from invariants.trace import Trace
 from invariants.workload import Config, Request, Workload
+from strategies.examples import EXAMPLES as SPEC_EXAMPLES
+from strategies.examples import SPEC_MODEL
 from tests.helpers import assert_holds
 
 
@@ -45,7 +46,7 @@ class Example:
 
     def workload(self) -> Workload:
         requests = tuple(Request(*r) for r in self.requests)
-        return Workload(Config(**self.config), requests, TokenModel(spec=True))
+        return Workload(Config(**self.config), requests, SPEC_MODEL)
 
 
 EXAMPLES = {
@@ -270,3 +271,9 @@ def test_second_update_does_nothing(impl: Implementation, name: str) -> None:
     verdict = verify(impl, workload, ("C1", "A1"))
     assert verdict.ok, verdict.report()
     assert all(step.again is not None for step in verdict.trace.steps)
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_the_tables_are_the_examples_the_graders_run(name: str) -> None:
+    """strategies.examples (what `schedcheck grade` runs) holds exactly these workloads."""
+    assert EXAMPLES[name].workload() in SPEC_EXAMPLES.values()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from invariants.tokens import TokenModel
 from invariants.workload import Config, Request, Workload
+from strategies.examples import EXAMPLES as SPEC_EXAMPLES
 
 
 def workload(
@@ -23,12 +24,7 @@ def workload(
     )
 
 
-EXAMPLES = {
-    "example1": workload(100, 4, 8, 8, ("a1", 6, 3), ("a2", 5, 2), ("a3", 3, 1)),
-    "example2": workload(3, 2, 8, 64, ("a1", 2, 3), ("a2", 3, 2)),
-    "example3": workload(5, 4, 8, 100, ("a1", 9, 4), ("a2", 9, 4), ("a3", 1, 4)),
-    "example4": workload(3, 2, 8, 64, ("a1", 2, 3), ("a2", 2, 3)),
-}
+EXAMPLES = {name: w for name, w in SPEC_EXAMPLES.items() if name != "example0"}
 
 # Example 2 with a third request held back by max_num_seqs = 2, too big for what a2's
 # preemption frees: waiting is [a2, a3] after step 2, and head and tail differ.
