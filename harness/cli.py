@@ -20,7 +20,7 @@ from pathlib import Path
 from harness.impl import Implementation, open_impl
 from harness.isolation import PROJECT, Limits, SubmissionError
 from harness.verify import verify
-from invariants.workload import Workload
+from invariants.regression import Regression
 
 DEFAULT_PATH = "mine/p07_scheduler.py"
 # First the spec's worked examples: fixed workloads, no shrinking, so a submission that
@@ -88,7 +88,7 @@ def check(args: argparse.Namespace) -> int:
 
 def replay(impl: Implementation, path: Path, saved: Path) -> int:
     try:
-        workload = Workload.from_json(saved.read_text())
+        workload = Regression.from_json(saved.read_text()).workload
     except (OSError, ValueError, TypeError, KeyError) as e:
         print(f"schedcheck: cannot read a workload from {saved}: {e}", file=sys.stderr)
         return 2

@@ -16,7 +16,9 @@ from harness.impl import Implementation
 from harness.loader import load_impl
 from harness.report import replay_hints
 from harness.verify import verify
+from invariants.regression import Regression
 from invariants.trace import State, Step, Trace
+from invariants.violation import Violation
 from invariants.workload import Workload
 
 
@@ -93,21 +95,20 @@ def assert_holds(impl: Implementation, workload: Workload, checks: tuple[str, ..
     if final is not None and currently_in_test_context():
         target(float(final.num_preemptions), label="preemptions")  # toward storms
     if not verdict.ok:
-        saved = save_failure(workload, verdict.violations[0].check)
+        saved = save_failure(workload, verdict.violations[0])
         hints = replay_hints(impl.label, workload, saved)
         raise AssertionError(f"\n{verdict.report()}\n\n{hints}")
     return verdict.trace
 
 
-def save_failure(workload: Workload, check: str) -> Path | None:
-    """Write the workload where SCHEDCHECK_SAVE_FAILURES says, one file per check.
-
-    Hypothesis runs the shrunk example last, so the file ends up holding it.
+def save_failure(workload: Workload, violation: Violation) -> Path | None:
+    """Write the workload where SCHEDCHECK_SAVE_FAILURES says, one file per check, in the
+    regression corpus's format. Hypothesis runs the shrunk example last: the file keeps it.
     """
     where = os.environ.get("SCHEDCHECK_SAVE_FAILURES")
     if not where:
         return None
-    path = Path(where) / f"{check}.json"
+    path = Path(where) / f"{violation.check}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(workload.to_json())
+    path.write_text(Regression(workload, violation.check, str(violation)).to_json())
     return path

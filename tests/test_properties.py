@@ -6,11 +6,15 @@ Each property reports the behaviours its workload exercises with `hypothesis.eve
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
-from hypothesis import event, given
+from hypothesis import event, example, given
 
 from harness.impl import Implementation
 from harness.loader import REFERENCE
+from invariants.regression import load_corpus
 from invariants.workload import Workload
 from strategies.coverage import observe
 from strategies.workloads import any_workloads
@@ -19,11 +23,23 @@ from tests.helpers import assert_holds
 INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1")
 
 
+CORPUS = load_corpus(Path(__file__).parent / "regressions")
+
+
+def replaying_the_corpus(test: Callable[..., None]) -> Callable[..., None]:
+    """Every regression of tests/regressions/ as an explicit example: run before any
+    random generation, on every run."""
+    for regression in reversed(CORPUS):
+        test = example(workload=regression.workload)(test)
+    return test
+
+
 def label(workload: Workload) -> None:
     for behaviour in sorted(observe(workload)):
         event(behaviour)
 
 
+@replaying_the_corpus
 @given(workload=any_workloads())
 def test_invariants_hold_at_every_step(impl: Implementation, workload: Workload) -> None:
     """I1-I7, A1, F1 after every call; L1 at the end; no contract failure (C1)."""
@@ -31,6 +47,7 @@ def test_invariants_hold_at_every_step(impl: Implementation, workload: Workload)
     assert_holds(impl, workload, INVARIANTS)
 
 
+@replaying_the_corpus
 @given(workload=any_workloads())
 def test_preemption_never_changes_the_output(impl: Implementation, workload: Workload) -> None:
     """D1: outputs are the model's, and a run with blocks for everything agrees."""
@@ -38,6 +55,7 @@ def test_preemption_never_changes_the_output(impl: Implementation, workload: Wor
     assert_holds(impl, workload, ("C1", "D1"))
 
 
+@replaying_the_corpus
 @given(workload=any_workloads())
 def test_lockstep_with_the_reference(impl: Implementation, workload: Workload) -> None:
     """R1: every call returns and leaves what the reference's does."""
