@@ -1,6 +1,7 @@
 """The `schedcheck` command line.
 
     schedcheck check [PATH]      fuzz a submission in isolation; exit 0 pass, 1 fail, 2 usage
+    schedcheck grade PATH... --out DIR    grade a class: per check group, pass or fail
 
 `check` first checks the contract (one message for every missing or ill-typed name), then
 runs the suite's submission-facing tests with `pytest -n auto` in the `grade` profile, the
@@ -17,6 +18,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness import gradebook
+from harness.grade import SAMPLE_SIZE, discover, grade_many, shard
 from harness.impl import Implementation, open_impl
 from harness.isolation import PROJECT, Limits, SubmissionError
 from harness.verify import verify
@@ -54,6 +57,19 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     check.add_argument("--profile", default="grade", help="Hypothesis profile (default grade)")
     check.add_argument("-n", "--workers", default="auto", help="pytest-xdist workers")
+
+    grade = commands.add_parser("grade", help="grade a class: report.json, junit.xml, summary.md")
+    grade.add_argument("paths", nargs="*", help="submission files, or folders holding them")
+    grade.add_argument("--out", required=True, metavar="DIR", help="where the reports go")
+    grade.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                       help="submissions graded at once (default: every core)")  # fmt: skip
+    grade.add_argument("--shard", metavar="K/N", help="grade the K-th of N shares of the paths")
+    grade.add_argument("--merge", nargs="+", metavar="OUT", help="merge the reports of shards")
+    grade.add_argument("--budget", type=float, default=300.0, metavar="S",
+                       help="seconds of grading per submission (default 300)")  # fmt: skip
+    grade.add_argument("--call-timeout", type=float, default=2.0, metavar="S")
+    grade.add_argument("--sample", type=int, default=SAMPLE_SIZE, metavar="N",
+                       help=f"random workloads per submission (default {SAMPLE_SIZE})")  # fmt: skip
     return top
 
 
@@ -63,7 +79,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser().parse_args(argv)
     except SystemExit as e:  # argparse: 0 for --help, 2 for a usage error
         return int(e.code or 0)
+    if args.command == "grade":
+        return grade(args)
     return check(args)
+
+
+def grade(args: argparse.Namespace) -> int:
+    """Exit 0 when grading completed, whatever the verdicts."""
+    out = Path(args.out)
+    try:
+        if args.merge:
+            report = gradebook.merge([Path(p) for p in args.merge], out)
+        else:
+            paths = discover(args.paths)
+            if args.shard:
+                paths = shard(paths, args.shard)
+            limits = Limits(call_timeout=args.call_timeout)
+            results = grade_many(paths, args.jobs, limits, args.budget, args.sample)
+            report = gradebook.write(results, out)
+    except (OSError, ValueError) as e:
+        print(f"schedcheck grade: {e}", file=sys.stderr)
+        return 2
+    verdicts = [entry["verdict"] for entry in report["submissions"]]
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("pass", "fail", "error"))
+    print(f"graded {len(verdicts)} submissions ({counts}); reports in {out}")
+    return 0
 
 
 def check(args: argparse.Namespace) -> int:

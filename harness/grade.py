@@ -1,0 +1,182 @@
+"""Grade submissions: per check group, pass or fail, with a shrunk counterexample each.
+
+One submission: the contract check; the spec's worked examples; then one fixed,
+derandomized sample of workloads run with every check, which says which groups fail; for
+each failing group, a search shrinks a workload that breaks that group. Everything a
+verdict depends on is derandomized and free of timing (but a hang, which is a failure
+whatever the machine), so grading the same files twice gives the same report.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis.errors import NoSuchExample
+
+from harness.hunt import SEARCH
+from harness.isolation import Isolated, Limits, SubmissionError
+from harness.verify import verify
+from invariants.violation import Violation
+from invariants.workload import Workload
+from strategies.examples import EXAMPLES
+from strategies.workloads import any_workloads
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "contract": ("C1",),
+    "examples": (),  # the spec's worked examples, every check
+    **{check: (check,) for check in ("I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8")},
+    "accounting": ("A1",),
+    "fcfs": ("F1",),
+    "liveness": ("L1",),
+    "differential": ("D1",),
+    "lockstep": ("R1",),
+}
+GROUP_OF = {check: group for group, checks in GROUPS.items() for check in checks}
+SAMPLE_SIZE = 200
+
+
+class OverBudget(Exception):
+    """Grading this submission took longer than its time budget."""
+
+
+def sample(size: int = SAMPLE_SIZE) -> list[Workload]:
+    """The same `size` workloads on every call, on every machine."""
+    found: list[Workload] = []
+
+    @settings(max_examples=size, derandomize=True, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(any_workloads())
+    def collect(workload: Workload) -> None:
+        found.append(workload)
+
+    collect()
+    return found
+
+
+def note(message: str) -> dict[str, Any]:
+    """A failure with no workload: the contract, or the grader's own trouble."""
+    return {"check": "", "message": message, "workload": None}
+
+
+def failure(violation: Violation, workload: Workload, steps: int) -> dict[str, Any]:
+    return {
+        "check": violation.check,
+        "message": str(violation),
+        "workload": json.loads(workload.to_json()),
+        "requests": len(workload.requests),
+        "steps": steps,
+    }
+
+
+def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE) -> dict[str, Any]:
+    """The report entry of one submission (see docs/grading.md)."""
+    result: dict[str, Any] = {"path": path, "verdict": "pass", "failures": [],
+                              "checks": dict.fromkeys(GROUPS, "not run")}  # fmt: skip
+    checks, failures = result["checks"], result["failures"]
+    worker = Isolated(path, limits)
+    deadline = time.monotonic() + budget
+    try:
+        worker.start()
+    except SubmissionError as e:
+        checks["contract"] = "fail"
+        failures.append({**note(str(e)), "check": "C1"})
+        result["verdict"] = "fail"
+        return result
+    try:
+        failing: dict[str, Workload] = {}
+        checks["examples"] = "pass"
+        for workload in EXAMPLES.values():
+            verdict = verify(worker, workload)
+            if not verdict.ok and checks["examples"] == "pass":
+                checks["examples"] = "fail"
+                failures.append(failure(verdict.violations[0], workload, len(verdict.trace.steps)))
+        completed = 0
+        for workload in sample(size):
+            if time.monotonic() > deadline:
+                raise OverBudget
+            violations = verify(worker, workload).violations
+            completed += all(v.check != "C1" for v in violations)
+            for v in violations:
+                failing.setdefault(GROUP_OF[v.check], workload)
+        # A group only passes on evidence: most of the sample must have run to the end.
+        judged = completed * 2 >= size
+        for group in GROUPS:
+            if group != "examples":
+                checks[group] = "fail" if group in failing else "pass" if judged else "not run"
+        for group in sorted(failing, key=list(GROUPS).index):
+            failures.append(shrink(worker, group, deadline))
+    except OverBudget:
+        result["verdict"] = "error"
+        failures.append(
+            {"check": "", "message": f"grading took over {budget:g} s", "workload": None}
+        )
+        return result
+    finally:
+        worker.stop()
+    if any(state == "fail" for state in checks.values()):
+        result["verdict"] = "fail"
+    return result
+
+
+def shrink(worker: Isolated, group: str, deadline: float) -> dict[str, Any]:
+    """The smallest workload the search finds that breaks `group`, and what broke."""
+
+    def breaks(workload: Workload) -> bool:
+        if time.monotonic() > deadline:
+            raise OverBudget
+        return any(v.check in GROUPS[group] for v in verify(worker, workload).violations)
+
+    try:
+        workload = find(any_workloads(), breaks, settings=SEARCH)
+    except NoSuchExample:  # the sample found one the search does not reach: keep that
+        return {**note("failed on the sample; the search did not reach it"), "check": group}
+    verdict = verify(worker, workload)
+    violation = next(v for v in verdict.violations if v.check in GROUPS[group])
+    return failure(violation, workload, len(verdict.trace.steps))
+
+
+def grade_many(
+    paths: list[str], jobs: int, limits: Limits, budget: float, size: int = SAMPLE_SIZE
+) -> list[dict[str, Any]]:
+    """Grade `paths` `jobs` at a time, each in processes of its own; report in path order."""
+    context = get_context("spawn")  # a fresh interpreter per grader: nothing is shared
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {p: pool.submit(grade_one, p, limits, budget, size) for p in paths}
+        results = []
+        for path, future in futures.items():
+            try:
+                results.append(future.result())
+            except Exception as e:  # the grader itself broke on this one
+                results.append(
+                    {"path": path, "verdict": "error", "checks": {}, "failures": [note(repr(e))]}
+                )
+    return results
+
+
+def discover(targets: list[str]) -> list[str]:
+    """Submission files: each *.py given, each *.py in a directory given, and each
+    p07_scheduler.py one folder down (one folder per student)."""
+    found: set[Path] = set()
+    for target in map(Path, targets):
+        if target.is_file():
+            found.add(target.resolve())
+        elif target.is_dir():
+            found.update(p.resolve() for p in target.glob("*.py"))
+            found.update(p.resolve() for p in target.glob("*/p07_scheduler.py"))
+        else:
+            raise FileNotFoundError(f"no submission file or folder at {target}")
+    return sorted(map(str, found))
+
+
+def shard(paths: list[str], spec: str) -> list[str]:
+    """The K-th of N deterministic shares ("K/N", K from 1) of the sorted paths."""
+    k, n = (int(x) for x in spec.split("/"))
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard must be K/N with 1 <= K <= N, got {spec}")
+    return [p for i, p in enumerate(sorted(paths)) if i % n == k - 1]
