@@ -93,9 +93,15 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
         checks["examples"] = "pass"
         for workload in EXAMPLES.values():
             verdict = verify(worker, workload)
-            if not verdict.ok and checks["examples"] == "pass":
-                checks["examples"] = "fail"
-                failures.append(failure(verdict.violations[0], workload, len(verdict.trace.steps)))
+            if verdict.ok:
+                continue
+            checks["examples"] = "fail"
+            failures.append(failure(verdict.violations[0], workload, len(verdict.trace.steps)))
+            if verdict.violations[0].check == "C1":
+                # It cannot even run the spec's examples: nothing else can be judged.
+                checks["contract"] = result["verdict"] = "fail"
+                return result
+            break
         completed = 0
         for workload in sample(size):
             if time.monotonic() > deadline:

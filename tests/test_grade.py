@@ -1,0 +1,74 @@
+"""`schedcheck grade`: right verdicts for a mixed class, the three files, and the same
+report whether graded at once or in shards merged later (so: deterministic)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+ROOT = Path(__file__).parent.parent
+CLASS = {  # student -> (file, expected verdict)
+    "alice": (ROOT / "scheduler" / "__init__.py", "pass"),
+    "bob": (ROOT / "tests" / "mutants" / "bt_phase2_continue.py", "fail"),
+    "carol": (ROOT / "tests" / "mutants" / "eos_zero_ignored.py", "fail"),
+    "dave": (ROOT / "tests" / "hostile" / "os_exit.py", "fail"),
+    "erin": (ROOT / "tests" / "hostile" / "import_error.py", "fail"),
+    "frank": (ROOT / "tests" / "hostile" / "sleep_forever.py", "fail"),
+}
+FLAGS = ["--sample", "20", "--call-timeout", "0.5", "-j", "2"]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One folder per student, graded at once and in two shards merged."""
+    root = tmp_path_factory.mktemp("grading")
+    folder = root / "class"
+    for student, (source, _) in CLASS.items():
+        (folder / student).mkdir(parents=True)
+        shutil.copy(source, folder / student / "p07_scheduler.py")
+    whole, merged = root / "whole", root / "merged"
+    assert main(["grade", str(folder), "--out", str(whole), *FLAGS]) == 0
+    shards = [root / "shard1", root / "shard2"]
+    for k, out in enumerate(shards, start=1):
+        assert main(["grade", str(folder), "--out", str(out), "--shard", f"{k}/2", *FLAGS]) == 0
+    assert main(["grade", "--merge", *map(str, shards), "--out", str(merged)]) == 0
+    return whole, merged
+
+
+def test_verdicts(graded: tuple[Path, Path]) -> None:
+    report = json.loads((graded[0] / "report.json").read_text())
+    verdicts = {Path(e["path"]).parent.name: e["verdict"] for e in report["submissions"]}
+    assert verdicts == {student: verdict for student, (_, verdict) in CLASS.items()}
+    by_student = {Path(e["path"]).parent.name: e for e in report["submissions"]}
+    assert all(state == "pass" for state in by_student["alice"]["checks"].values())
+    assert by_student["bob"]["checks"]["fcfs"] == "fail"
+    assert any(f["check"] == "F1" and f["workload"] for f in by_student["bob"]["failures"])
+    assert by_student["erin"]["checks"]["contract"] == "fail"
+    assert "could not be loaded" in by_student["erin"]["failures"][0]["message"]
+    assert by_student["frank"]["checks"]["contract"] == "fail"
+
+
+def test_the_three_files(graded: tuple[Path, Path]) -> None:
+    whole = graded[0]
+    suites = ET.parse(whole / "junit.xml").getroot()
+    assert len(suites.findall("testsuite")) == len(CLASS)
+    assert len(suites.findall("testsuite/testcase")) == len(CLASS) * 15
+    summary = (whole / "summary.md").read_text().splitlines()
+    assert summary[0].startswith("| submission | verdict |")
+    assert len(summary) == 2 + len(CLASS)
+
+
+def test_shards_merged_equal_one_grading(graded: tuple[Path, Path]) -> None:
+    whole, merged = graded
+    for name in ("report.json", "junit.xml", "summary.md"):
+        assert (whole / name).read_text() == (merged / name).read_text(), name
+
+
+def test_grading_nothing_that_exists_is_a_usage_error(tmp_path: Path) -> None:
+    assert main(["grade", str(tmp_path / "nobody"), "--out", str(tmp_path / "out")]) == 2
