@@ -19,11 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import gradebook
+from harness.exhaustive import check_exhaustive
 from harness.grade import SAMPLE_SIZE, discover, grade_many, shard
 from harness.impl import Implementation, open_impl
 from harness.isolation import PROJECT, Limits, SubmissionError
 from harness.verify import verify
 from invariants.regression import Regression
+from strategies.exhaustive import SCOPES
 
 DEFAULT_PATH = "mine/p07_scheduler.py"
 # First the spec's worked examples: fixed workloads, no shrinking, so a submission that
@@ -57,6 +59,10 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     check.add_argument("--profile", default="grade", help="Hypothesis profile (default grade)")
     check.add_argument("-n", "--workers", default="auto", help="pytest-xdist workers")
+    check.add_argument("--exhaustive", action="store_true",
+                       help="every workload of a scope instead of a random search")  # fmt: skip
+    check.add_argument("--scope", default="small", choices=sorted(SCOPES),
+                       help="the scope of --exhaustive (default small)")  # fmt: skip
 
     grade = commands.add_parser("grade", help="grade a class: report.json, junit.xml, summary.md")
     grade.add_argument("paths", nargs="*", help="submission files, or folders holding them")
@@ -123,7 +129,23 @@ def check(args: argparse.Namespace) -> int:
             return replay(impl, path, Path(args.replay))
     finally:
         impl.stop()
+    if args.exhaustive:
+        return exhaustive(args, path, limits)
     return fuzz(args, path)
+
+
+def exhaustive(args: argparse.Namespace, path: Path, limits: Limits) -> int:
+    scope = SCOPES[args.scope]
+    jobs = os.cpu_count() or 1 if args.workers == "auto" else int(args.workers)
+    print(scope.describe(), flush=True)
+    scan = check_exhaustive(str(path), scope.name, jobs, limits, args.in_process)
+    print(f"{scan.count} workloads")
+    if scan.failure is None:
+        print(f"PASS {path}: no divergence from the reference on any of them")
+        return 0
+    verdict = scan.failure[1]
+    print(f"FAIL {path}: the smallest failing workload found\n\n{verdict.report()}")
+    return 1
 
 
 def replay(impl: Implementation, path: Path, saved: Path) -> int:
