@@ -12,30 +12,15 @@ import statistics
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
-
 from harness.impl import Implementation, InProcess
 from harness.isolation import Isolated
 from harness.loader import load_impl
 from harness.verify import verify
 from invariants.workload import Workload
-from strategies.workloads import any_workloads
+from strategies.workloads import fixed_sample
 
 SUBMISSION = Path(__file__).resolve().parent.parent / "scheduler" / "__init__.py"
 COUNT = 300
-
-
-def sample_workloads(count: int = COUNT) -> list[Workload]:
-    found: list[Workload] = []
-
-    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
-    @given(any_workloads())
-    def collect(workload: Workload) -> None:
-        found.append(workload)
-
-    collect()
-    return found
 
 
 def examples_per_second(impl: Implementation, workloads: list[Workload]) -> float:
@@ -46,7 +31,7 @@ def examples_per_second(impl: Implementation, workloads: list[Workload]) -> floa
 
 
 def main() -> None:
-    workloads = sample_workloads()
+    workloads = fixed_sample(COUNT)
     in_process = InProcess(load_impl(SUBMISSION), str(SUBMISSION))
     isolated = Isolated(SUBMISSION)
     isolated.start()

@@ -16,7 +16,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import find
 from hypothesis.errors import NoSuchExample
 
 from harness.hunt import SEARCH
@@ -25,7 +25,7 @@ from harness.verify import verify
 from invariants.violation import Violation
 from invariants.workload import Workload
 from strategies.examples import EXAMPLES
-from strategies.workloads import any_workloads
+from strategies.workloads import any_workloads, fixed_sample
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "contract": ("C1",),
@@ -43,20 +43,6 @@ SAMPLE_SIZE = 200
 
 class OverBudget(Exception):
     """Grading this submission took longer than its time budget."""
-
-
-def sample(size: int = SAMPLE_SIZE) -> list[Workload]:
-    """The same `size` workloads on every call, on every machine."""
-    found: list[Workload] = []
-
-    @settings(max_examples=size, derandomize=True, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
-    @given(any_workloads())
-    def collect(workload: Workload) -> None:
-        found.append(workload)
-
-    collect()
-    return found
 
 
 def note(message: str) -> dict[str, Any]:
@@ -103,7 +89,7 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
                 return result
             break
         completed = 0
-        for workload in sample(size):
+        for workload in fixed_sample(size):
             if time.monotonic() > deadline:
                 raise OverBudget
             violations = verify(worker, workload).violations

@@ -165,7 +165,7 @@ class Scheduler:
                 continue  # a prefill chunk that is not the last: no token yet
             token = self.sample_fn(seq)
             seq.output.append(token)
-            if token == self.eos_token_id or len(seq.output) >= seq.max_tokens:
+            if self._ends(seq, token):
                 self._finish(seq)
                 done.append(seq)
         if done:
@@ -173,6 +173,10 @@ class Scheduler:
                 seq for seq in self.running if seq.status is not SequenceStatus.FINISHED
             ]
         return done
+
+    def _ends(self, seq: Sequence, token: int) -> bool:
+        """Tested after the append (bug table): eos is part of the output."""
+        return token == self.eos_token_id or len(seq.output) >= seq.max_tokens
 
     def _finish(self, seq: Sequence) -> None:
         seq.status = SequenceStatus.FINISHED

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from invariants.tokens import TokenModel
@@ -127,6 +128,20 @@ def any_workloads() -> st.SearchStrategy[Workload]:
     the same step); shrinking still moves toward an ordinary workload.
     """
     return _ANY
+
+
+def fixed_sample(size: int) -> list[Workload]:
+    """The same `size` workloads on every call, on every machine (derandomized draws)."""
+    found: list[Workload] = []
+
+    @settings(max_examples=size, derandomize=True, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(any_workloads())
+    def collect(workload: Workload) -> None:
+        found.append(workload)
+
+    collect()
+    return found
 
 
 _ORDINARY, _STORMS = workloads(), storms()

@@ -10,20 +10,6 @@ __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 
 
 class Scheduler(_Reference):
-    def update(self) -> list[Sequence]:
-        scheduled, self._scheduled = self._scheduled, {}
-        by_id = {seq.seq_id: seq for seq in self.running}
-        done = []
-        for seq_id, n in scheduled.items():
-            seq = by_id[seq_id]
-            seq.num_computed += n
-            if seq.num_computed < seq.num_tokens:
-                continue
-            token = self.sample_fn(seq)
-            seq.output.append(token)
-            eos = self.eos_token_id and token == self.eos_token_id  # the bug: 0 is falsy
-            if eos or len(seq.output) >= seq.max_tokens:
-                self.running.remove(seq)
-                self._finish(seq)
-                done.append(seq)
-        return done
+    def _ends(self, seq: Sequence, token: int) -> bool:
+        eos = self.eos_token_id and token == self.eos_token_id  # the bug: 0 is falsy
+        return bool(eos) or len(seq.output) >= seq.max_tokens

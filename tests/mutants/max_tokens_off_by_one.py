@@ -10,20 +10,5 @@ __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 
 
 class Scheduler(_Reference):
-    def update(self) -> list[Sequence]:
-        scheduled, self._scheduled = self._scheduled, {}
-        by_id = {seq.seq_id: seq for seq in self.running}
-        done = []
-        for seq_id, n in scheduled.items():
-            seq = by_id[seq_id]
-            seq.num_computed += n
-            if seq.num_computed < seq.num_tokens:
-                continue
-            token = self.sample_fn(seq)
-            seq.output.append(token)
-            # the bug: > instead of >=
-            if token == self.eos_token_id or len(seq.output) > seq.max_tokens:
-                self.running.remove(seq)
-                self._finish(seq)
-                done.append(seq)
-        return done
+    def _ends(self, seq: Sequence, token: int) -> bool:
+        return token == self.eos_token_id or len(seq.output) > seq.max_tokens  # the bug: >
