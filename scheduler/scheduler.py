@@ -136,7 +136,7 @@ class Scheduler:
 
     def _schedule_waiting(self, budget: int) -> None:
         """Phase 2: strict FCFS on waiting[0]; the first that does not fit stops it."""
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+        while self._may_admit(budget):
             seq = self.waiting[0]
             n = min(seq.num_tokens - seq.num_computed, budget)
             if not self._try_grow(seq, seq.num_computed + n):
@@ -146,6 +146,11 @@ class Scheduler:
             self.running.append(seq)
             self._scheduled[seq.seq_id] = n
             budget -= n
+
+    def _may_admit(self, budget: int) -> bool:
+        """Phase 2 goes on while someone waits, budget is left and a running slot is free:
+        max_num_seqs is an admission condition of phase 2 only."""
+        return bool(self.waiting) and budget > 0 and len(self.running) < self.max_num_seqs
 
     def update(self) -> list[Sequence]:
         """Advance what the last `schedule()` chose; sample where all tokens are computed (I3).

@@ -10,14 +10,5 @@ __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 
 
 class Scheduler(_Reference):
-    def _schedule_waiting(self, budget: int) -> None:
-        while self.waiting and budget > 0:  # the bug: no len(running) < max_num_seqs
-            seq = self.waiting[0]
-            n = min(seq.num_tokens - seq.num_computed, budget)
-            if not self._try_grow(seq, seq.num_computed + n):
-                break
-            self.waiting.popleft()
-            seq.status = SequenceStatus.RUNNING
-            self.running.append(seq)
-            self._scheduled[seq.seq_id] = n
-            budget -= n
+    def _may_admit(self, budget: int) -> bool:
+        return bool(self.waiting) and budget > 0  # the bug: no len(running) < max_num_seqs
