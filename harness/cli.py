@@ -19,12 +19,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import gradebook
+from harness.driver import run
 from harness.exhaustive import check_exhaustive
 from harness.grade import SAMPLE_SIZE, discover, grade_many, shard
+from harness.html import render
 from harness.impl import Implementation, open_impl
 from harness.isolation import PROJECT, Limits, SubmissionError
+from harness.loader import load_impl
 from harness.verify import verify
 from invariants.regression import Regression
+from invariants.violation import PRIORITY
+from invariants.workload import Workload
 from strategies.exhaustive import SCOPES
 
 DEFAULT_PATH = "mine/p07_scheduler.py"
@@ -45,6 +50,7 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("path", nargs="?", default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
     check.add_argument("--replay", metavar="FILE.json", help="re-run one saved workload")
     check.add_argument("--save-failures", metavar="DIR", help="write shrunk counterexamples here")
+    check.add_argument("--html", metavar="OUT.html", help="on failure, draw the failing trace")
     check.add_argument(
         "--call-timeout", type=float, default=2.0, metavar="S",
         help="seconds for one schedule()/update() (default 2)",
@@ -126,12 +132,26 @@ def check(args: argparse.Namespace) -> int:
         return 1
     try:
         if args.replay:
-            return replay(impl, path, Path(args.replay))
+            return replay(impl, path, Path(args.replay), args.html)
     finally:
         impl.stop()
     if args.exhaustive:
         return exhaustive(args, path, limits)
     return fuzz(args, path)
+
+
+def draw_first_saved(args: argparse.Namespace, path: Path, failures: Path) -> None:
+    """Draw the saved counterexample of the most specific check that fired."""
+    saved = sorted(failures.glob("*.json"), key=lambda p: PRIORITY.index(p.stem)
+                   if p.stem in PRIORITY else len(PRIORITY))  # fmt: skip
+    if not saved:
+        return
+    limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
+    impl = open_impl(path, args.in_process, limits)
+    try:
+        draw(impl, Regression.from_json(saved[0].read_text()).workload, args.html)
+    finally:
+        impl.stop()
 
 
 def exhaustive(args: argparse.Namespace, path: Path, limits: Limits) -> int:
@@ -143,12 +163,27 @@ def exhaustive(args: argparse.Namespace, path: Path, limits: Limits) -> int:
     if scan.failure is None:
         print(f"PASS {path}: no divergence from the reference on any of them")
         return 0
-    verdict = scan.failure[1]
+    workload, verdict = scan.failure
     print(f"FAIL {path}: the smallest failing workload found\n\n{verdict.report()}")
+    if args.html:
+        impl = open_impl(path, args.in_process, limits)
+        try:
+            draw(impl, workload, args.html)
+        finally:
+            impl.stop()
     return 1
 
 
-def replay(impl: Implementation, path: Path, saved: Path) -> int:
+def draw(impl: Implementation, workload: Workload, out: str) -> None:
+    """Write the HTML page of the first failure of `workload` on `impl` into `out`."""
+    verdict = verify(impl, workload)
+    if not verdict.ok:
+        reference = run(load_impl(), workload)
+        Path(out).write_text(render(verdict.violations[0], verdict.trace, reference))
+        print(f"the failing trace, drawn: {out}")
+
+
+def replay(impl: Implementation, path: Path, saved: Path, html: str | None = None) -> int:
     try:
         workload = Regression.from_json(saved.read_text()).workload
     except (OSError, ValueError, TypeError, KeyError) as e:
@@ -159,6 +194,8 @@ def replay(impl: Implementation, path: Path, saved: Path) -> int:
         print(f"PASS {path}: every check holds on {saved}")
         return 0
     print(f"FAIL {path}\n\n{verdict.report()}")
+    if html:
+        draw(impl, workload, html)
     return 1
 
 
@@ -179,6 +216,8 @@ def fuzz(args: argparse.Namespace, path: Path) -> int:
         done = subprocess.run(command, cwd=PROJECT, env=env)
         if done.returncode == 1:
             print(f"FAIL {path}: see above; shrunk counterexamples are in {failures}")
+            if args.html:
+                draw_first_saved(args, path, Path(failures))
             return 1
         if done.returncode != 0:
             print(

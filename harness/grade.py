@@ -19,8 +19,11 @@ from typing import Any
 from hypothesis import find
 from hypothesis.errors import NoSuchExample
 
+from harness.driver import run
+from harness.html import render
 from harness.hunt import SEARCH
 from harness.isolation import Isolated, Limits, SubmissionError
+from harness.loader import load_impl
 from harness.verify import verify
 from invariants.violation import Violation
 from invariants.workload import Workload
@@ -86,6 +89,7 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
             if verdict.violations[0].check == "C1":
                 # It cannot even run the spec's examples: nothing else can be judged.
                 checks["contract"] = result["verdict"] = "fail"
+                result["page_html"] = page(worker, workload)
                 return result
             break
         completed = 0
@@ -103,6 +107,9 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
                 checks[group] = "fail" if group in failing else "pass" if judged else "not run"
         for group in sorted(failing, key=list(GROUPS).index):
             failures.append(shrink(worker, group, deadline))
+        drawn = next((f for f in failures if f.get("workload")), None)
+        if drawn is not None:
+            result["page_html"] = page(worker, Workload.from_dict(drawn["workload"]))
     except OverBudget:
         result["verdict"] = "error"
         failures.append(
@@ -114,6 +121,12 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     if any(state == "fail" for state in checks.values()):
         result["verdict"] = "fail"
     return result
+
+
+def page(worker: Isolated, workload: Workload) -> str:
+    """The HTML page of a failing workload (see harness.html)."""
+    verdict = verify(worker, workload)
+    return render(verdict.violations[0], verdict.trace, run(load_impl(), workload))
 
 
 def shrink(worker: Isolated, group: str, deadline: float) -> dict[str, Any]:

@@ -6,7 +6,10 @@ of timing, so grading the same files twice writes the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -16,9 +19,22 @@ from harness.grade import GROUPS
 Report = dict[str, Any]
 
 
+def page_name(path: str) -> str:
+    """A file name for a submission's page: readable, unique, the same on every shard."""
+    digest = hashlib.sha1(path.encode()).hexdigest()[:8]
+    readable = re.sub(r"[^A-Za-z0-9]+", "_", "_".join(Path(path).parts[-2:])).strip("_")
+    return f"pages/{readable}-{digest}.html"
+
+
 def write(results: list[dict[str, Any]], out: Path) -> Report:
-    """Write the three files into `out`; return the report."""
+    """Write the three files, and a page per failing submission, into `out`."""
     out.mkdir(parents=True, exist_ok=True)
+    for entry in results:
+        html = entry.pop("page_html", None)
+        if html is not None:
+            entry["page"] = page_name(entry["path"])
+            (out / entry["page"]).parent.mkdir(exist_ok=True)
+            (out / entry["page"]).write_text(html)
     report = {"submissions": sorted(results, key=lambda r: str(r["path"]))}
     (out / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     (out / "junit.xml").write_text(junit(report))
@@ -34,6 +50,9 @@ def merge(outs: list[Path], out: Path) -> Report:
             if entry["path"] in results:
                 raise ValueError(f"{entry['path']} is graded in two of the reports")
             results[entry["path"]] = entry
+            if "page" in entry:
+                (out / "pages").mkdir(parents=True, exist_ok=True)
+                shutil.copy(directory / entry["page"], out / entry["page"])
     return write(list(results.values()), out)
 
 

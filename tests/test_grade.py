@@ -54,8 +54,14 @@ def test_verdicts(graded: tuple[Path, Path]) -> None:
     assert by_student["frank"]["checks"]["contract"] == "fail"
 
 
-def test_the_three_files(graded: tuple[Path, Path]) -> None:
+def test_the_three_files_and_a_page_per_failure(graded: tuple[Path, Path]) -> None:
     whole = graded[0]
+    report = json.loads((whole / "report.json").read_text())
+    for entry in report["submissions"]:
+        has_workload = any(f.get("workload") for f in entry["failures"])
+        assert ("page" in entry) == has_workload, entry["path"]
+        if has_workload:
+            assert (whole / entry["page"]).read_text().startswith("<!DOCTYPE html>")
     suites = ET.parse(whole / "junit.xml").getroot()
     assert len(suites.findall("testsuite")) == len(CLASS)
     assert len(suites.findall("testsuite/testcase")) == len(CLASS) * 15
@@ -66,7 +72,9 @@ def test_the_three_files(graded: tuple[Path, Path]) -> None:
 
 def test_shards_merged_equal_one_grading(graded: tuple[Path, Path]) -> None:
     whole, merged = graded
-    for name in ("report.json", "junit.xml", "summary.md"):
+    pages = sorted(p.relative_to(whole) for p in (whole / "pages").glob("*.html"))
+    assert pages and pages == sorted(p.relative_to(merged) for p in (merged / "pages").glob("*"))
+    for name in ("report.json", "junit.xml", "summary.md", *map(str, pages)):
         assert (whole / name).read_text() == (merged / name).read_text(), name
 
 
