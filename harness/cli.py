@@ -2,6 +2,7 @@
 
     schedcheck check [PATH]      fuzz a submission in isolation; exit 0 pass, 1 fail, 2 usage
     schedcheck grade PATH... --out DIR    grade a class: per check group, pass or fail
+    schedcheck fuzz [PATH] --minutes N    a long campaign; counterexamples kept as regressions
 
 `check` first checks the contract (one message for every missing or ill-typed name), then
 runs the suite's submission-facing tests with `pytest -n auto` in the `grade` profile, the
@@ -21,6 +22,7 @@ from pathlib import Path
 from harness import gradebook
 from harness.driver import run
 from harness.exhaustive import check_exhaustive
+from harness.fuzz import campaign
 from harness.grade import SAMPLE_SIZE, discover, grade_many, shard
 from harness.html import render
 from harness.impl import Implementation, open_impl
@@ -70,6 +72,13 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--scope", default="small", choices=sorted(SCOPES),
                        help="the scope of --exhaustive (default small)")  # fmt: skip
 
+    fuzz_ = commands.add_parser("fuzz", help="a long campaign: search until the time is up")
+    fuzz_.add_argument("path", nargs="?", default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
+    fuzz_.add_argument("--minutes", type=float, required=True, help="how long to search")
+    fuzz_.add_argument("--out", default="fuzz-failures", metavar="DIR",
+                       help="where counterexamples go (default fuzz-failures)")  # fmt: skip
+    fuzz_.add_argument("--call-timeout", type=float, default=2.0, metavar="S")
+
     grade = commands.add_parser("grade", help="grade a class: report.json, junit.xml, summary.md")
     grade.add_argument("paths", nargs="*", help="submission files, or folders holding them")
     grade.add_argument("--out", required=True, metavar="DIR", help="where the reports go")
@@ -93,7 +102,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     if args.command == "grade":
         return grade(args)
+    if args.command == "fuzz":
+        return fuzz_campaign(args)
     return check(args)
+
+
+def fuzz_campaign(args: argparse.Namespace) -> int:
+    """Exit 0 when no failure was found, 1 when some were (and saved)."""
+    path = Path(args.path)
+    if not path.is_file():
+        print(f"schedcheck: no submission file at {path}", file=sys.stderr)
+        return 2
+    try:
+        found = campaign(path, args.minutes * 60, Path(args.out), Limits(args.call_timeout))
+    except SubmissionError as e:
+        print(f"FAIL {path}: {e}")
+        return 1
+    return 1 if found else 0
 
 
 def grade(args: argparse.Namespace) -> int:
