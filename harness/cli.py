@@ -20,14 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import gradebook
-from harness.driver import run
 from harness.exhaustive import check_exhaustive
 from harness.fuzz import campaign
 from harness.grade import SAMPLE_SIZE, discover, grade_many, shard
-from harness.html import render
+from harness.html import page
 from harness.impl import Implementation, open_impl
 from harness.isolation import PROJECT, Limits, SubmissionError
-from harness.loader import load_impl
 from harness.verify import verify
 from invariants.regression import Regression
 from invariants.violation import PRIORITY
@@ -201,10 +199,9 @@ def exhaustive(args: argparse.Namespace, path: Path, limits: Limits) -> int:
 
 def draw(impl: Implementation, workload: Workload, out: str) -> None:
     """Write the HTML page of the first failure of `workload` on `impl` into `out`."""
-    verdict = verify(impl, workload)
-    if not verdict.ok:
-        reference = run(load_impl(), workload)
-        Path(out).write_text(render(verdict.violations[0], verdict.trace, reference))
+    html = page(impl, workload)
+    if html is not None:
+        Path(out).write_text(html)
         print(f"the failing trace, drawn: {out}")
 
 

@@ -19,11 +19,9 @@ from typing import Any
 from hypothesis import find
 from hypothesis.errors import NoSuchExample
 
-from harness.driver import run
-from harness.html import render
+from harness.html import page
 from harness.hunt import SEARCH
 from harness.isolation import Isolated, Limits, SubmissionError
-from harness.loader import load_impl
 from harness.verify import verify
 from invariants.violation import Violation
 from invariants.workload import Workload
@@ -121,12 +119,6 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     if any(state == "fail" for state in checks.values()):
         result["verdict"] = "fail"
     return result
-
-
-def page(worker: Isolated, workload: Workload) -> str:
-    """The HTML page of a failing workload (see harness.html)."""
-    verdict = verify(worker, workload)
-    return render(verdict.violations[0], verdict.trace, run(load_impl(), workload))
 
 
 def shrink(worker: Isolated, group: str, deadline: float) -> dict[str, Any]:

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 from html import escape
 
+from harness.driver import run
+from harness.impl import Implementation
+from harness.loader import load_impl
 from harness.report import describe_workload, explain, trace_table
+from harness.verify import verify
 from invariants.evidence import Evidence
 from invariants.trace import Trace
 from invariants.violation import CATALOGUE, Violation
+from invariants.workload import Workload
 
 PREFILL, DECODE, PREEMPT, FINISH, REFERENCE = "#4c78a8", "#59a14f", "#e15759", "#222", "#bab0ac"
 CSS = """
@@ -63,6 +68,14 @@ def render(violation: Violation, trace: Trace, reference: Trace | None = None) -
             "</body></html>",
         ]
     )
+
+
+def page(impl: Implementation, workload: Workload) -> str | None:
+    """The page of the first failure of `workload` on `impl`; None if every check holds."""
+    verdict = verify(impl, workload)
+    if verdict.ok:
+        return None
+    return render(verdict.violations[0], verdict.trace, run(load_impl(), workload))
 
 
 def _width(steps: int) -> int:

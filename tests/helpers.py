@@ -20,11 +20,12 @@ from invariants.regression import Regression
 from invariants.trace import State, Step, Trace
 from invariants.violation import Violation
 from invariants.workload import Workload
+from strategies.examples import SPEC_MODEL
 
 
 def spec_sample_fn(seq: Any) -> int:
     """The worked examples' model: `100 * i + len(seq.output)` for sequence `a<i>`."""
-    return 100 * int(seq.seq_id[1:]) + len(seq.output)
+    return SPEC_MODEL.next_token(seq.seq_id, tuple(seq.output), None)
 
 
 def create_scheduler(impl: ModuleType, **overrides: Any) -> Any:
