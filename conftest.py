@@ -1,11 +1,9 @@
 """Suite-wide setup: the Hypothesis profiles, and which implementation the suite drives.
 
-Profiles (choose with `--hypothesis-profile NAME`):
-- dev (default): 200 examples per property, random, with the local example database.
-- ci: derandomized, no deadline, no database, print_blob: the same examples on every run,
-  a regression gate that cannot flake. Hypothesis loads it by itself where CI is set.
-- fuzz: 20,000 examples per property, example database on, for long hunts.
-- grade: what checking a submission uses: derandomized, so two gradings agree.
+Profiles (choose with `--hypothesis-profile NAME`; see harness/profiles.py): dev (the
+default), ci (derandomized, loaded by itself where CI is set), fuzz (long hunts) and grade
+(what checking a submission uses). With SCHEDCHECK_REDIS_URL set, dev and fuzz share their
+counterexamples through Redis and ci replays them (docs/scale.md).
 
 The implementation: `--impl PATH` or the SCHEDCHECK_IMPL environment variable; the
 default, "reference", is the reference scheduler in `scheduler/`.
@@ -18,23 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
 
+from harness import profiles
 from harness.impl import Implementation, open_impl
 from harness.isolation import Limits, SubmissionError
 from harness.loader import REFERENCE
 
-_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", max_examples=200, **_COMMON)  # type: ignore[arg-type]
-settings.register_profile(
-    "ci", max_examples=200, derandomize=True, database=None, print_blob=True, **_COMMON
-)  # type: ignore[arg-type]
-settings.register_profile("fuzz", max_examples=20_000, **_COMMON)  # type: ignore[arg-type]
-settings.register_profile(
-    "grade", max_examples=300, derandomize=True, database=None, print_blob=True, **_COMMON
-)  # type: ignore[arg-type]
-if settings.get_current_profile_name() == "default":
-    settings.load_profile("dev")
+profiles.register()  # now, so that --hypothesis-profile finds them; again once --impl is known
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,6 +51,10 @@ def _limits(config: pytest.Config) -> Limits:
 
 def pytest_configure(config: pytest.Config) -> None:
     where = config.getoption("--impl")
+    try:
+        profiles.register(where, os.environ.get(profiles.URL))
+    except profiles.DatabaseError as e:
+        raise pytest.UsageError(str(e)) from None
     if where == REFERENCE:
         return
     if not Path(where).is_file():

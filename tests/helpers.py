@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +23,23 @@ from invariants.trace import State, Step, Trace
 from invariants.violation import Violation
 from invariants.workload import Workload
 from strategies.examples import SPEC_MODEL
+
+ROOT = Path(__file__).parent.parent
+
+
+def run_pytest(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A separate pytest process on this project's tests (paths relative to ROOT), so
+    that profiles, databases and plugins start from nothing, as on another machine."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def spec_sample_fn(seq: Any) -> int:

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).parent.parent
+from tests.helpers import run_pytest
+
 MUTANT = "tests/mutants/eos_zero_ignored.py"
 PROPERTY = "tests/test_properties.py::test_invariants_hold_at_every_step"
 
 
 def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=ROOT,
-        env={**os.environ, **(env or {}), "CI": "true"},  # the ci profile: no database writes
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """The property, in a process of its own, in the ci profile: no database writes."""
+    return run_pytest(*args, env={**(env or {}), "CI": "true"})
 
 
 def test_impl_option_fails_a_buggy_submission_naming_the_check() -> None:
