@@ -47,7 +47,12 @@ def namespace(impl: str) -> str:
 
 
 def redis_database(url: str, space: str) -> ExampleDatabase:
-    """Hypothesis's RedisExampleDatabase on `url`, under `schedcheck:<space>:`."""
+    """Hypothesis's RedisExampleDatabase on `url`, under `schedcheck:<space>:`.
+
+    `url` is a redis:// URL, or just `host:port/db`: an execnet spec (`--tx ...//env:`)
+    cuts a value at "//", so that is how the address reaches a remote worker."""
+    if "://" not in url:
+        url = f"redis://{url}"
     try:
         import redis
         from hypothesis.extra.redis import RedisExampleDatabase

@@ -167,6 +167,8 @@ def test_profiles_share_through_redis_only_when_asked(
     profiles.register(str(MUTANT), redis_url)
     for name in ("dev", "fuzz"):
         assert isinstance(settings.get_profile(name).database, MultiplexedDatabase)
+    profiles.register(str(MUTANT), redis_url.removeprefix("redis://"))  # as --tx env: gives it
+    assert isinstance(settings.get_profile("dev").database, MultiplexedDatabase)
     ci = settings.get_profile("ci")
     assert ci.derandomize and isinstance(ci.database, ReadOnlyDatabase)
     assert settings.get_profile("grade").database is None  # a grade depends on nothing else
