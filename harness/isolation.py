@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -28,6 +30,9 @@ from invariants.trace import Failure, State, Step, Trace, Update
 from invariants.workload import Request, Workload
 
 PROJECT = Path(__file__).resolve().parent.parent
+# All a worker inherits of the checker's environment: the submission must not read its
+# secrets (SCHEDCHECK_REDIS_URL may carry a password, CI runners hold tokens).
+_PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class _Output:
 
     def __init__(self, pipe: IO[bytes], keep: int) -> None:
         self.keep, self.kept, self.total = keep, bytearray(), 0
+        self.fd = pipe.fileno()
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
         self.thread.start()
@@ -68,6 +74,15 @@ class _Output:
                     self.kept += chunk[:room]
 
     def take(self) -> str:
+        """What was printed since the last take(), once the pipe holds nothing more (the
+        worker wrote it before it answered, but this thread may not have read it yet)."""
+        for _ in range(100):
+            try:
+                if not self.thread.is_alive() or not select.select([self.fd], [], [], 0)[0]:
+                    break
+            except (OSError, ValueError):  # the pipe is closed: nothing more to read
+                break
+            time.sleep(0.001)
         with self.lock:
             text = self.kept.decode(errors="replace")
             if self.total > len(self.kept):
@@ -96,7 +111,9 @@ class Isolated:
         """Start a worker; raise SubmissionError if the submission cannot be driven."""
         ours, theirs = socket.socketpair()
         self.workdir = tempfile.mkdtemp(prefix="schedcheck-worker-")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT), *sys.path])}
+        env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
+        env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *sys.path])
+        env["PYTHONUNBUFFERED"] = "1"  # a debug print reaches the report, not a buffer
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "harness.worker", str(theirs.fileno()), self.path,
              str(self.limits.memory), self.workdir],

@@ -33,6 +33,7 @@ EXPECTED = {
     "lying_dict": "schedule() must return a dict, got Always",
     "patch_checker": "",  # anything: the point is that it fails
     "writes_files": "",
+    "reads_secrets": "raised RuntimeError: stolen: None",
 }
 
 
@@ -73,6 +74,15 @@ def test_output_is_captured_and_cut(capfd: pytest.CaptureFixture[str]) -> None:
     assert len(output) < 5000 and "more bytes not shown" in output
     seen = capfd.readouterr()
     assert "xxxxxxxxxx" not in seen.out + seen.err
+
+
+def test_the_checkers_environment_stays_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCHEDCHECK_REDIS_URL", "redis://:hunter2@db.example.org:6379/0")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_hunter3")
+    first, output, _ = check_hostile("reads_secrets")
+    assert "stolen: None" in first
+    assert "PYTHONPATH" in output  # it did print its environment
+    assert "hunter" not in first + output
 
 
 def test_nothing_lands_in_the_project() -> None:
