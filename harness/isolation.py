@@ -31,8 +31,9 @@ from invariants.workload import Request, Workload
 
 PROJECT = Path(__file__).resolve().parent.parent
 # All a worker inherits of the checker's environment: the submission must not read its
-# secrets (SCHEDCHECK_REDIS_URL may carry a password, CI runners hold tokens).
-_PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+# secrets (SCHEDCHECK_REDIS_URL may carry a password, CI runners hold tokens). The last
+# two are for interpreters that need them to start (a shared libpython outside /usr).
+_PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONHOME")
 
 
 @dataclass(frozen=True)
