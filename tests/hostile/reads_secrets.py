@@ -14,6 +14,6 @@ __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 
 
 class Scheduler(_Reference):
-    def schedule(self) -> dict[Sequence, int]:
+    def schedule(self) -> dict[str, int]:
         print(dict(os.environ))
         raise RuntimeError(f"stolen: {os.environ.get('SCHEDCHECK_REDIS_URL')}")
