@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from hypothesis import HealthCheck, settings
 from hypothesis.database import ExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
@@ -44,6 +45,12 @@ class DatabaseError(Exception):
 def namespace(impl: str) -> str:
     """Whose counterexamples these are: SCHEDCHECK_REDIS_NAMESPACE, or the file's name."""
     return os.environ.get(NAMESPACE) or (REFERENCE if impl == REFERENCE else Path(impl).name)
+
+
+def _shown(url: str) -> str:
+    """`url` fit for a log: its password replaced by ***."""
+    password = urlsplit(url).password
+    return url.replace(f":{password}@", ":***@", 1) if password else url
 
 
 def redis_database(url: str, space: str) -> ExampleDatabase:
@@ -66,7 +73,7 @@ def redis_database(url: str, space: str) -> ExampleDatabase:
         client.ping()
     except (redis.RedisError, ValueError) as e:
         raise DatabaseError(
-            f"{URL}={url}: Redis does not answer ({e}). Start the server, correct the "
+            f"{URL}={_shown(url)}: Redis does not answer ({e}). Start the server, correct the "
             "address, or unset the variable to keep counterexamples on this machine only."
         ) from None
     return RedisExampleDatabase(client, key_prefix=f"schedcheck:{space}:".encode())
