@@ -8,7 +8,6 @@ suite itself and do not depend on the implementation under test.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ from invariants.checks import CHECKS, check_trace
 from invariants.trace import Failure, Sample, Trace
 from invariants.violation import CATALOGUE, PRIORITY, Violation
 from invariants.workload import Workload
-from tests.helpers import reference_trace, replace_step, tamper
+from tests.helpers import ROOT, reference_trace, replace_step, tamper
 from tests.workloads import EOS_SECOND, EXAMPLES, PREEMPT_WITH_QUEUE
 
 EX1, EX2, EX3, EX4 = (reference_trace(EXAMPLES[f"example{i}"]) for i in (1, 2, 3, 4))
@@ -231,5 +230,5 @@ def test_violations_come_earliest_first_then_most_specific() -> None:
 
 
 def test_every_check_is_documented() -> None:
-    doc = (Path(__file__).parent.parent / "docs" / "checks.md").read_text()
+    doc = (ROOT / "docs" / "checks.md").read_text()
     assert [c for c in CATALOGUE if f"\n| {c} |" not in doc] == []

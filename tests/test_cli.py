@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.helpers import ROOT
 from tests.workloads import EXAMPLES
 
-ROOT = Path(__file__).parent.parent
 MUTANT = str(ROOT / "tests" / "mutants" / "bt_output_cleared_on_preemption.py")
 REFERENCE_FILE = str(ROOT / "scheduler" / "__init__.py")
 

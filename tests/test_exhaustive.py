@@ -12,6 +12,7 @@ from harness.impl import Implementation, InProcess, reference
 from harness.isolation import Isolated, Limits
 from harness.loader import load_impl
 from strategies.exhaustive import SCOPES, enumerate_scope
+from tests.helpers import ROOT
 
 CHUNKS = 8
 MUTANTS = Path(__file__).parent / "mutants"
@@ -42,7 +43,7 @@ def test_reference_passes_every_workload_of_the_small_scope(chunk: int) -> None:
 
 
 def test_the_unreachable_are_documented() -> None:
-    doc = (Path(__file__).parent.parent / "docs" / "exhaustive.md").read_text()
+    doc = (ROOT / "docs" / "exhaustive.md").read_text()
     assert all(f"`{name}`" in doc for name in UNREACHABLE)
 
 

@@ -10,8 +10,7 @@ import pytest
 from harness import fuzz
 from harness.isolation import Limits
 from invariants.regression import Regression
-
-ROOT = Path(__file__).parent.parent
+from tests.helpers import ROOT
 
 
 def run_campaign(

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).parent.parent
 CLASS = {  # student -> (file, expected verdict)
     "alice": (ROOT / "scheduler" / "__init__.py", "pass"),
     "bob": (ROOT / "tests" / "mutants" / "bt_phase2_continue.py", "fail"),

@@ -12,8 +12,8 @@ from harness.loader import load_impl
 from harness.verify import verify
 from invariants.workload import Config, Request, Workload
 from strategies.examples import EXAMPLES
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).parent.parent
 VOID = {"meta", "br", "rect", "line", "circle", "path", "link", "img"}
 
 

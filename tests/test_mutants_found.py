@@ -15,8 +15,8 @@ import pytest
 from hypothesis.errors import NoSuchExample
 
 from harness.hunt import hunt
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).parent.parent
 MUTANTS = ROOT / "tests" / "mutants"
 
 
