@@ -55,10 +55,12 @@ def test_preemption_never_changes_the_output(impl: Implementation, workload: Wor
     assert_holds(impl, workload, ("C1", "D1"))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def submission(impl: Implementation) -> Implementation:
     """The implementation under test, when it is not the reference itself. Skipping here,
-    before Hypothesis starts, keeps a skip from being reported as a failing example."""
+    before Hypothesis starts, keeps a skip from being reported as a failing example.
+    Session-scoped like `impl`: Hypothesis refuses a function-scoped fixture in a @given
+    test (health check function_scoped_fixture), which failed every correct submission."""
     if impl.label == REFERENCE:
         pytest.skip("R1 compares an implementation with the reference: here they are one")
     return impl
