@@ -1,6 +1,7 @@
 """The `schedcheck` command line.
 
-    schedcheck check [PATH]      fuzz a submission in isolation; exit 0 pass, 1 fail, 2 usage
+    schedcheck check [PATH]      fuzz a submission in isolation; exit 0 pass, 1 fail, 2 usage,
+                                 3 schedcheck itself failed (not a verdict)
     schedcheck grade PATH... --out DIR    grade a class: per check group, pass or fail
     schedcheck fuzz [PATH] --minutes N    a long campaign; counterexamples kept as regressions
 
@@ -12,20 +13,25 @@ submission in worker processes of its own. `--replay FILE.json` re-runs one save
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from harness import gradebook
+from harness import faults, gradebook
 from harness.exhaustive import check_exhaustive
+from harness.faults import SubmissionError
 from harness.fuzz import campaign
 from harness.grade import SAMPLE_SIZE, discover, grade_many, shard
 from harness.html import page
 from harness.impl import Implementation, open_impl
-from harness.isolation import PROJECT, Limits, SubmissionError
+from harness.isolation import PROJECT, Limits
+from harness.pytest_plugin import OUTCOMES
 from harness.verify import verify
 from invariants.regression import Regression
 from invariants.violation import PRIORITY
@@ -93,16 +99,22 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `schedcheck` console script; returns the exit status."""
+    """Entry point of the `schedcheck` console script; returns the exit status:
+    0 pass, 1 a check failed, 2 usage, 3 schedcheck itself failed (harness/faults.py)."""
     try:
         args = parser().parse_args(argv)
     except SystemExit as e:  # argparse: 0 for --help, 2 for a usage error
         return int(e.code or 0)
-    if args.command == "grade":
-        return grade(args)
-    if args.command == "fuzz":
-        return fuzz_campaign(args)
-    return check(args)
+    try:
+        if args.command == "grade":
+            return grade(args)
+        if args.command == "fuzz":
+            return fuzz_campaign(args)
+        return check(args)
+    except Exception as e:  # ours, whatever it is: never a verdict on the submission
+        detail = "".join(traceback.format_exception(e)[-6:]).rstrip()
+        print(faults.internal_message(f"{e!r}\n{detail}"), file=sys.stderr)
+        return faults.INTERNAL
 
 
 def fuzz_campaign(args: argparse.Namespace) -> int:
@@ -110,13 +122,13 @@ def fuzz_campaign(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.is_file():
         print(f"schedcheck: no submission file at {path}", file=sys.stderr)
-        return 2
+        return faults.USAGE
     try:
         found = campaign(path, args.minutes * 60, Path(args.out), Limits(args.call_timeout))
     except SubmissionError as e:
         print(f"FAIL {path}: {e}")
-        return 1
-    return 1 if found else 0
+        return faults.FAIL
+    return faults.FAIL if found else faults.PASS
 
 
 def grade(args: argparse.Namespace) -> int:
@@ -134,7 +146,7 @@ def grade(args: argparse.Namespace) -> int:
             report = gradebook.write(results, out)
     except (OSError, ValueError) as e:
         print(f"schedcheck grade: {e}", file=sys.stderr)
-        return 2
+        return faults.USAGE
     verdicts = [entry["verdict"] for entry in report["submissions"]]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("pass", "fail", "error"))
     print(f"graded {len(verdicts)} submissions ({counts}); reports in {out}")
@@ -146,13 +158,13 @@ def check(args: argparse.Namespace) -> int:
     if not path.is_file():
         hint = " (the course layout puts it there)" if args.path == DEFAULT_PATH else ""
         print(f"schedcheck: no submission file at {path}{hint}", file=sys.stderr)
-        return 2
+        return faults.USAGE
     limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
     try:
         impl = open_impl(path, args.in_process, limits)
     except SubmissionError as e:
         print(f"FAIL {path}: {e}")
-        return 1
+        return faults.FAIL
     try:
         if args.replay:
             return replay(impl, path, Path(args.replay), args.html)
@@ -185,7 +197,7 @@ def exhaustive(args: argparse.Namespace, path: Path, limits: Limits) -> int:
     print(f"{scan.count} workloads")
     if scan.failure is None:
         print(f"PASS {path}: no divergence from the reference on any of them")
-        return 0
+        return faults.PASS
     workload, verdict = scan.failure
     print(f"FAIL {path}: the smallest failing workload found\n\n{verdict.report()}")
     if args.html:
@@ -194,7 +206,7 @@ def exhaustive(args: argparse.Namespace, path: Path, limits: Limits) -> int:
             draw(impl, workload, args.html)
         finally:
             impl.stop()
-    return 1
+    return faults.FAIL
 
 
 def draw(impl: Implementation, workload: Workload, out: str) -> None:
@@ -210,44 +222,73 @@ def replay(impl: Implementation, path: Path, saved: Path, html: str | None = Non
         workload = Regression.from_json(saved.read_text()).workload
     except (OSError, ValueError, TypeError, KeyError) as e:
         print(f"schedcheck: cannot read a workload from {saved}: {e}", file=sys.stderr)
-        return 2
+        return faults.USAGE
+    if workload.infeasible():
+        names = ", ".join(r.seq_id for r in workload.infeasible())
+        print(f"schedcheck: {saved} is not a feasible workload ({names} can never finish: "
+              "more KV blocks than num_blocks); a submission is only checked on feasible "
+              "input", file=sys.stderr)  # fmt: skip
+        return faults.USAGE
     verdict = verify(impl, workload)
     if verdict.ok:
         print(f"PASS {path}: every check holds on {saved}")
-        return 0
+        return faults.PASS
     print(f"FAIL {path}\n\n{verdict.report()}")
     if html:
         draw(impl, workload, html)
-    return 1
+    return faults.FAIL
 
 
 def fuzz(args: argparse.Namespace, path: Path) -> int:
+    """Run the suite's submission-facing tests in phases; decide whose fault a failure is
+    from what the plugin logged (harness/pytest_plugin.py), never from pytest's text."""
     failures = args.save_failures or tempfile.mkdtemp(prefix="schedcheck-failures-")
-    env = {**os.environ, "SCHEDCHECK_SAVE_FAILURES": str(Path(failures).resolve())}
-    for number, tests in enumerate(PHASES):
-        # Phase 1 stops at its first failure; under xdist -x would end as "interrupted".
-        workers = ["-n", "0", "-x"] if number == 0 else ["-n", str(args.workers)]
-        command = [
-            sys.executable, "-m", "pytest", *workers, "-q", "--no-header",
-            "-p", "no:cacheprovider", "--tb=short", f"--rootdir={PROJECT}",
-            f"--hypothesis-profile={args.profile}", "--impl", str(path.resolve()),
-            f"--call-timeout={args.call_timeout}", f"--memory-mb={args.memory_mb}",
-            *(["--in-process"] if args.in_process else []),
-            *(str(PROJECT / test) for test in tests),
-        ]  # fmt: skip
-        done = subprocess.run(command, cwd=PROJECT, env=env)
-        if done.returncode == 1:
-            print(f"FAIL {path}: see above; shrunk counterexamples are in {failures}")
+    with tempfile.TemporaryDirectory(prefix="schedcheck-outcomes-") as scratch:
+        outcomes = Path(scratch) / "outcomes.jsonl"
+        env = {
+            **os.environ,
+            "SCHEDCHECK_SAVE_FAILURES": str(Path(failures).resolve()),
+            OUTCOMES: str(outcomes),
+        }
+        for number, tests in enumerate(PHASES):
+            # Phase 1 stops at its first failure; under xdist -x would end as "interrupted".
+            workers = ["-n", "0", "-x"] if number == 0 else ["-n", str(args.workers)]
+            command = [
+                sys.executable, "-m", "pytest", *workers, "-q", "--no-header",
+                "-p", "no:cacheprovider", "--tb=short", f"--rootdir={PROJECT}",
+                f"--hypothesis-profile={args.profile}", "--impl", str(path.resolve()),
+                f"--call-timeout={args.call_timeout}", f"--memory-mb={args.memory_mb}",
+                *(["--in-process"] if args.in_process else []),
+                *(str(PROJECT / test) for test in tests),
+            ]  # fmt: skip
+            done = subprocess.run(command, cwd=PROJECT, env=env)
+            if done.returncode == 0:
+                continue
+            logged = _read_outcomes(outcomes)
+            ours = [line for line in logged if line["checks"] is None]
+            if done.returncode != 1 or ours or not logged:
+                what = (
+                    f"{len(ours)} test(s) failed for a reason of our own: "
+                    + ", ".join(line["test"] for line in ours)
+                    if ours
+                    else f"the test run ended with pytest exit status {done.returncode}"
+                )
+                print(faults.internal_message(what), file=sys.stderr)
+                return faults.INTERNAL
+            checks = sorted({c for line in logged for c in line["checks"]})
+            print(f"FAIL {path}: {', '.join(checks)} (see above); shrunk counterexamples "
+                  f"are in {failures}")  # fmt: skip
             if args.html:
                 draw_first_saved(args, path, Path(failures))
-            return 1
-        if done.returncode != 0:
-            print(
-                f"schedcheck: the test run failed (pytest exit {done.returncode})", file=sys.stderr
-            )
-            return 2
+            return faults.FAIL
     print(f"PASS {path}: every check holds")
-    return 0
+    return faults.PASS
+
+
+def _read_outcomes(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Per step: add the arrivals in order, `schedule()`, snapshot, `update()`, snapsho
 the workload asks, `update()` again, snapshot). The driver keeps the implementation's
 objects only to read them: every value it records is type-checked and copied into str,
 int and tuples at once, so nothing recorded can change later or lie about equality.
-Anything that breaks the contract ends the run with a `Failure` (check C1).
+Anything that breaks the contract ends the run with a `Failure` (check C1): whatever a call
+into the implementation raises, or reading one of its attributes. An exception anywhere
+else is the driver's own fault and propagates (harness/faults.py: never a verdict).
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
+from harness.faults import CheckerError, SubmissionFailure
 from invariants.liveness import liveness_bound
 from invariants.trace import Failure, Sample, SeqState, State, Step, Trace, Update
-from invariants.workload import Workload
+from invariants.workload import Request, Workload
+
+_T = TypeVar("_T")
 
 STATUS_NAMES = frozenset({"WAITING", "RUNNING", "FINISHED"})
 
@@ -52,6 +57,7 @@ class Recorder:
         self.ids_by_obj = ids_by_obj
         self.samples: list[Sample] = []
         self.error: ContractError | None = None  # kept even if the caller swallows it
+        self.internal: BaseException | None = None  # our own fault, kept the same way
 
     def __call__(self, seq: Any) -> int:
         try:
@@ -62,13 +68,17 @@ class Recorder:
                     "sequences added to the scheduler"
                 )
             output = read_output(seq, seq_id)
-            computed = plain_int(seq.num_computed, f"{seq_id}.num_computed")
-            tokens = plain_int(seq.num_tokens, f"{seq_id}.num_tokens")
+            computed = plain_int(read(seq, "num_computed", seq_id), f"{seq_id}.num_computed")
+            tokens = plain_int(read(seq, "num_tokens", seq_id), f"{seq_id}.num_tokens")
         except ContractError as e:
             self.error = self.error or e
             raise
-        self.samples.append(Sample(seq_id, computed, tokens))
-        return self.model.next_token(seq_id, output, self.eos)
+        try:
+            self.samples.append(Sample(seq_id, computed, tokens))
+            return self.model.next_token(seq_id, output, self.eos)
+        except Exception as e:  # the token model is ours: never the submission's fault
+            self.internal = self.internal or e
+            raise
 
     def take(self) -> tuple[Sample, ...]:
         samples, self.samples = tuple(self.samples), []
@@ -77,8 +87,17 @@ class Recorder:
         return samples
 
 
+def read(obj: Any, name: str, owner: str) -> Any:
+    """`obj.name`, where reading it runs the implementation's code (a property, a
+    __getattr__): what it raises is its failure to keep the contract, not ours."""
+    try:
+        return getattr(obj, name)
+    except (Exception, SystemExit) as e:
+        raise ContractError(f"reading {owner}.{name} {describe(e, None)}") from None
+
+
 def read_output(seq: Any, seq_id: str) -> tuple[int, ...]:
-    output = seq.output
+    output = read(seq, "output", seq_id)
     if type(output) is not list:
         raise ContractError(
             f"{seq_id}.output must be a list, got {type(output).__name__} {show(output)}"
@@ -99,7 +118,8 @@ class Driver:
         self.ids_by_obj: dict[int, str] = {}  # id(object) -> seq_id; seqs keeps them alive
         self.recorder = Recorder(workload, self.ids_by_obj)
         config = workload.config
-        self.sched = impl.Scheduler(
+        self.sched = self.call(
+            impl.Scheduler,
             num_blocks=config.num_blocks,
             block_size=config.block_size,
             max_num_seqs=config.max_num_seqs,
@@ -108,14 +128,38 @@ class Driver:
             eos_token_id=config.eos_token_id,
         )
 
+    def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """`function(*args, **kwargs)`, a call into the implementation: whatever it raises is
+        its failure (C1), a ContractError; an exception anywhere else in the driver is ours.
+        """
+        try:
+            result = function(*args, **kwargs)
+        except ContractError:
+            raise  # the recorder's, passed on through the implementation's code
+        except (Exception, SystemExit) as e:
+            self._internal()
+            raise ContractError(describe(e, self.impl)) from None
+        self._internal()
+        return result
+
+    def _internal(self) -> None:
+        internal, self.recorder.internal = self.recorder.internal, None
+        if internal is not None:
+            raise CheckerError(f"the token model failed inside sample_fn: {internal!r}")
+
     def new_sequence(self, seq_id: str, prompt_len: int, max_tokens: int) -> Any:
-        seq = self.impl.Sequence(seq_id=seq_id, prompt_len=prompt_len, max_tokens=max_tokens)
+        seq = self.call(
+            self.impl.Sequence, seq_id=seq_id, prompt_len=prompt_len, max_tokens=max_tokens
+        )
         self.seqs[seq_id] = seq
         self.ids_by_obj[id(seq)] = seq_id
         return seq
 
+    def add(self, seq: Any) -> None:
+        self.call(read(self.sched, "add", "Scheduler"), seq)
+
     def schedule(self) -> tuple[tuple[str, int], ...]:
-        returned = self.sched.schedule()
+        returned = self.call(read(self.sched, "schedule", "Scheduler"))
         if type(returned) is not dict:
             raise ContractError(
                 f"schedule() must return a dict, got {type(returned).__name__} {show(returned)}"
@@ -131,7 +175,7 @@ class Driver:
         return pairs
 
     def update(self) -> Update:
-        returned = self.sched.update()
+        returned = self.call(read(self.sched, "update", "Scheduler"))
         if type(returned) is not list:
             raise ContractError(
                 f"update() must return a list, got {type(returned).__name__} {show(returned)}"
@@ -156,7 +200,7 @@ class Driver:
         sched = self.sched
         queues = []
         for name in ("waiting", "running", "finished"):
-            queue = getattr(sched, name)
+            queue = read(sched, name, "Scheduler")
             if type(queue) not in (list, deque):
                 raise ContractError(
                     f"Scheduler.{name} must be a list or a deque, got {type(queue).__name__}"
@@ -168,13 +212,15 @@ class Driver:
             waiting=queues[0],
             running=queues[1],
             finished=queues[2],
-            blocks_used=plain_int(sched.blocks_used, "Scheduler.blocks_used"),
-            num_preemptions=plain_int(sched.num_preemptions, "Scheduler.num_preemptions"),
+            blocks_used=plain_int(read(sched, "blocks_used", "Scheduler"), "Scheduler.blocks_used"),
+            num_preemptions=plain_int(
+                read(sched, "num_preemptions", "Scheduler"), "Scheduler.num_preemptions"
+            ),
         )
 
     def _seq_state(self, seq_id: str, seq: Any) -> SeqState:
-        status = seq.status
-        name = status.name if isinstance(status, enum.Enum) else None
+        status = read(seq, "status", seq_id)
+        name = read(status, "name", f"{seq_id}.status") if isinstance(status, enum.Enum) else None
         if type(name) is not str or name not in STATUS_NAMES:
             raise ContractError(
                 f"{seq_id}.status must be a SequenceStatus member named WAITING, RUNNING or "
@@ -182,11 +228,53 @@ class Driver:
             )
         return SeqState(
             name,
-            plain_int(seq.num_computed, f"{seq_id}.num_computed"),
-            plain_int(seq.num_tokens, f"{seq_id}.num_tokens"),
-            plain_int(seq.num_blocks, f"{seq_id}.num_blocks"),
+            plain_int(read(seq, "num_computed", seq_id), f"{seq_id}.num_computed"),
+            plain_int(read(seq, "num_tokens", seq_id), f"{seq_id}.num_tokens"),
+            plain_int(read(seq, "num_blocks", seq_id), f"{seq_id}.num_blocks"),
             read_output(seq, seq_id),
         )
+
+
+class Session:
+    """One scheduler instance driven call by call (the stateful test): plain values out;
+    a call the implementation fails raises SubmissionFailure, saying which and how."""
+
+    def __init__(
+        self,
+        impl: ModuleType,
+        workload: Workload,
+        on_call: Callable[[int, str], None] | None = None,
+    ) -> None:
+        self.impl = impl
+        self.number = 0
+        self.on_call = on_call
+        self.driver: Driver = self._do(0, "Scheduler()", lambda: Driver(impl, workload))
+
+    def add(self, request: Request) -> None:
+        def add() -> None:
+            d = self.driver
+            d.add(d.new_sequence(request.seq_id, request.prompt_len, request.max_tokens))
+
+        self._do(self.number + 1, "add()", add)
+
+    def schedule(self) -> tuple[tuple[tuple[str, int], ...], State]:
+        self.number += 1
+        return self._do(
+            self.number, "schedule()", lambda: (self.driver.schedule(), self.driver.snapshot())
+        )
+
+    def update(self, call: str = "update()") -> Update:
+        return self._do(self.number, call, self.driver.update)
+
+    def _do(self, step: int, call: str, action: Callable[[], _T]) -> _T:
+        if self.on_call is not None:
+            self.on_call(step, call)
+        try:
+            return action()
+        except ContractError as e:
+            raise SubmissionFailure(Failure(step, call, str(e))) from None
+        except MemoryError as e:
+            raise SubmissionFailure(Failure(step, call, describe(e, self.impl))) from None
 
 
 def run(
@@ -223,7 +311,7 @@ def run(
                 enter(number, "Sequence()")
                 seq = driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
                 enter(number, "add()")
-                driver.sched.add(seq)
+                driver.add(seq)
             enter(number, "schedule()")
             ids = tuple(r.seq_id for r in arrived)
             step = Step(number, ids, driver.schedule(), driver.snapshot(), None)
@@ -237,7 +325,7 @@ def run(
                 on_step(step)
     except ContractError as e:
         return Trace(workload, tuple(steps), Failure(*where, str(e)))
-    except (Exception, SystemExit) as e:
+    except MemoryError as e:  # wherever it struck, the memory cap is the implementation's
         return Trace(workload, tuple(steps), Failure(*where, describe(e, impl)))
     return Trace(workload, tuple(steps))
 
@@ -247,7 +335,7 @@ def _all_finished(step: Step) -> bool:
     return all(s.status == "FINISHED" for s in step.last().seqs.values())
 
 
-def describe(error: BaseException, impl: ModuleType) -> str:
+def describe(error: BaseException, impl: ModuleType | None) -> str:
     """What the implementation raised, and where in its own file."""
     try:
         detail = str(error)[:300]

@@ -19,9 +19,10 @@ from typing import Any
 from hypothesis import find
 from hypothesis.errors import NoSuchExample
 
+from harness.faults import SubmissionError
 from harness.html import page
 from harness.hunt import SEARCH
-from harness.isolation import Isolated, Limits, SubmissionError
+from harness.isolation import Isolated, Limits
 from harness.verify import verify
 from invariants.violation import Violation
 from invariants.workload import Workload

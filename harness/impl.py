@@ -7,7 +7,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from harness.driver import Driver, run
+from harness.driver import Session as LocalSession
+from harness.driver import run
 from harness.isolation import Isolated, Limits
 from harness.loader import REFERENCE, load_impl
 from invariants.trace import State, Trace, Update
@@ -29,21 +30,6 @@ class Implementation(Protocol):
     def run(self, workload: Workload) -> Trace: ...
     def session(self, workload: Workload) -> Session: ...
     def stop(self) -> None: ...
-
-
-class LocalSession:
-    def __init__(self, module: ModuleType, workload: Workload) -> None:
-        self.driver = Driver(module, workload)
-
-    def add(self, request: Request) -> None:
-        seq = self.driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
-        self.driver.sched.add(seq)
-
-    def schedule(self) -> tuple[tuple[tuple[str, int], ...], State]:
-        return self.driver.schedule(), self.driver.snapshot()
-
-    def update(self, call: str = "update()") -> Update:
-        return self.driver.update()
 
 
 class InProcess:

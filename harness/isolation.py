@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
+from harness.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
 from invariants.trace import Failure, State, Step, Trace, Update
 from invariants.workload import Request, Workload
 
@@ -42,18 +43,6 @@ class Limits:
     memory: int = 1 << 30  # bytes of address space (RLIMIT_AS)
     output: int = 4096  # bytes of the submission's output kept for the report
     start_timeout: float = 60.0  # seconds to start, load and contract-check
-
-
-class SubmissionError(Exception):
-    """The submission cannot be driven at all: it does not load, or breaks the contract."""
-
-
-class SubmissionFailure(Exception):
-    """A call of a session failed; `failure` says which and how."""
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(f"step {failure.step}, {failure.call}: {failure.message}")
-        self.failure = failure
 
 
 class _Output:
@@ -109,7 +98,8 @@ class Isolated:
     # -- the worker's life ------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start a worker; raise SubmissionError if the submission cannot be driven."""
+        """Start a worker; raise SubmissionError if the submission cannot be driven, and
+        WorkerError if the worker failed before it even read the submission (ours)."""
         ours, theirs = socket.socketpair()
         self.workdir = tempfile.mkdtemp(prefix="schedcheck-worker-")
         env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
@@ -129,11 +119,20 @@ class Isolated:
         self.conn = Connection(ours.detach())
         assert self.proc.stdout is not None
         self._out = _Output(self.proc.stdout, self.limits.output)
+        self.where = (0, "starting the worker")
+        booted = self._receive(self.limits.start_timeout)
+        if isinstance(booted, Failure) or booted.get("kind") != "booted":
+            self.stop()
+            what = booted.message if isinstance(booted, Failure) else f"it sent {booted!r}"
+            raise WorkerError(f"the worker did not start ({what}), before it read the submission")
         self.where = (0, "loading the submission")
         ready = self._receive(self.limits.start_timeout)
         if isinstance(ready, Failure):
             self.stop()
             raise SubmissionError(ready.message)
+        if ready.get("internal"):
+            self.stop()
+            raise CheckerError(f"the contract check failed:\n{ready['internal']}")
         if ready.get("load_error"):
             self.stop()
             raise SubmissionError(f"the submission could not be loaded: {ready['load_error']}")
@@ -242,6 +241,9 @@ class Isolated:
                 break
             try:
                 kind = message["kind"]
+                if kind == "internal":
+                    self.stop()
+                    raise CheckerError(_internal(message))
                 if kind == "step":
                     steps.append(Step.from_dict(message["step"]))
                 elif kind == "end":
@@ -271,6 +273,16 @@ class Isolated:
                 return reply.get("value")
             if reply.get("kind") == "failure":
                 raise SubmissionFailure(Failure(**reply["failure"]))
+            if reply.get("kind") == "internal":
+                self.stop()
+                raise CheckerError(_internal(reply))
+
+
+def _internal(message: dict[str, Any]) -> str:
+    return (
+        "schedcheck's driver failed inside the worker (a submission that tampers with the "
+        f"worker's modules can cause this too):\n{message.get('message')}"
+    )
 
 
 class RemoteSession:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from harness.driver import run
+from harness.faults import CheckerError, CheckFailed
 from harness.impl import Implementation, InProcess
 from harness.loader import REFERENCE, load_impl
 from harness.report import failure_report
@@ -26,6 +27,12 @@ class Verdict:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    def require(self, hints: str = "") -> None:
+        """Raise CheckFailed, with the full report (and `hints`), unless every check held."""
+        if not self.ok:
+            text = f"\n{self.report()}" + (f"\n\n{hints}" if hints else "")
+            raise CheckFailed(self.violations[0].check, text)
 
     def report(self) -> str:
         if self.ok:
@@ -49,4 +56,6 @@ def verify(
     output = impl.output
     twin = impl.run(workload.unconstrained()) if "D1" in checks else None
     expected = run(load_impl(), workload) if lockstep and "R1" in checks else None
+    if expected is not None and expected.failure is not None:
+        raise CheckerError(f"the reference failed on this workload: {expected.failure}")
     return Verdict(trace, check_trace(trace, expected, twin, only=checks), output)

@@ -18,12 +18,14 @@ import pwd
 import resource
 import signal
 import sys
+import traceback
 import types
 from multiprocessing.connection import Connection
 from typing import Any
 
 from harness.contract import contract_problems
-from harness.driver import ContractError, Driver, describe, run
+from harness.driver import Session, describe, run
+from harness.faults import SubmissionFailure
 from invariants.trace import Step
 from invariants.workload import Request, Workload
 
@@ -76,13 +78,16 @@ def load_submission(path: str, source: bytes) -> types.ModuleType:
 
 
 class Worker:
-    """The loop: one command in, plain data out."""
+    """The loop: one command in, plain data out.
+
+    What the submission fails is a "failure" (a verdict); an exception in our own code is
+    "internal", which the parent reports as schedcheck's fault, never the submission's.
+    """
 
     def __init__(self, conn: Connection, module: types.ModuleType) -> None:
         self.conn = conn
         self.module = module
-        self.driver: Driver | None = None
-        self.number = 0
+        self.session: Session | None = None
         self.sent = 0  # steps of the current run already streamed
 
     def send(self, **message: Any) -> None:
@@ -94,7 +99,12 @@ class Worker:
     def serve(self) -> None:
         while True:
             request = json.loads(self.conn.recv_bytes())
-            getattr(self, "op_" + request["op"])(request)
+            try:
+                getattr(self, "op_" + request["op"])(request)
+            except SubmissionFailure as e:
+                self.send(kind="failure", failure=vars(e.failure))
+            except Exception:
+                self.send(kind="internal", message=traceback.format_exc(limit=-8))
 
     def op_run(self, request: dict[str, Any]) -> None:
         workload = Workload.from_dict(request["workload"])
@@ -111,42 +121,23 @@ class Worker:
 
     # A session: the parent drives the calls one by one (the stateful test).
     def op_open(self, request: dict[str, Any]) -> None:
-        self.number = 0
-        self._reply(0, "Scheduler()", lambda: self._open(request["workload"]))
-
-    def _open(self, workload: dict[str, Any]) -> None:
-        self.driver = Driver(self.module, Workload.from_dict(workload))
+        workload = Workload.from_dict(request["workload"])
+        self.session = Session(self.module, workload, self.heartbeat)
+        self.send(kind="result", value=None)
 
     def op_add(self, request: dict[str, Any]) -> None:
-        r = Request(**request["request"])
-        driver = self.driver
-        assert driver is not None
-        self._reply(self.number + 1, "add()", lambda: driver.sched.add(
-            driver.new_sequence(r.seq_id, r.prompt_len, r.max_tokens)
-        ))  # fmt: skip
+        assert self.session is not None
+        self.session.add(Request(**request["request"]))
+        self.send(kind="result", value=None)
 
     def op_schedule(self, request: dict[str, Any]) -> None:
-        self.number += 1
-        driver = self.driver
-        assert driver is not None
-        self._reply(self.number, "schedule()", lambda: {
-            "schedule": driver.schedule(), "scheduled": driver.snapshot().to_dict()
-        })  # fmt: skip
+        assert self.session is not None
+        schedule, state = self.session.schedule()
+        self.send(kind="result", value={"schedule": schedule, "scheduled": state.to_dict()})
 
     def op_update(self, request: dict[str, Any]) -> None:
-        driver = self.driver
-        assert driver is not None
-        self._reply(self.number, request["call"], lambda: driver.update().to_dict())
-
-    def _reply(self, step: int, call: str, action: Any) -> None:
-        self.heartbeat(step, call)
-        try:
-            self.send(kind="result", value=action())
-        except ContractError as e:
-            self.send(kind="failure", failure={"step": step, "call": call, "message": str(e)})
-        except (Exception, SystemExit) as e:
-            message = describe(e, self.module)
-            self.send(kind="failure", failure={"step": step, "call": call, "message": message})
+        assert self.session is not None
+        self.send(kind="result", value=self.session.update(request["call"]).to_dict())
 
 
 def main(argv: list[str]) -> None:
@@ -161,6 +152,8 @@ def main(argv: list[str]) -> None:
     drop_privileges(workdir)
     die_with_parent(parent)
     limit(memory)
+    # Up to here it was all ours: a worker that dies before this line is our fault.
+    conn.send_bytes(json.dumps({"kind": "booted"}).encode())
     try:
         module = load_submission(path, source)
     except (Exception, SystemExit) as e:
@@ -169,8 +162,10 @@ def main(argv: list[str]) -> None:
         return
     try:
         problems = contract_problems(module)
-    except (Exception, SystemExit) as e:
-        problems = [f"checking the contract raised {e!r}"]
+    except Exception:  # contract_problems guards every call into the submission
+        internal = traceback.format_exc(limit=-8)
+        conn.send_bytes(json.dumps({"kind": "ready", "internal": internal}).encode())
+        return
     conn.send_bytes(json.dumps({"kind": "ready", "problems": problems}).encode())
     if not problems:
         Worker(conn, module).serve()

@@ -116,8 +116,7 @@ def assert_holds(impl: Implementation, workload: Workload, checks: tuple[str, ..
         target(float(final.num_preemptions), label="preemptions")  # toward storms
     if not verdict.ok:
         saved = save_failure(workload, verdict.violations[0])
-        hints = replay_hints(impl.label, workload, saved)
-        raise AssertionError(f"\n{verdict.report()}\n\n{hints}")
+        verdict.require(replay_hints(impl.label, workload, saved))
     return verdict.trace
 
 

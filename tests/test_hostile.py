@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolation import PROJECT, Isolated, Limits, SubmissionError
+from harness.faults import SubmissionError
+from harness.isolation import PROJECT, Isolated, Limits
 from harness.verify import verify
 from tests.workloads import EXAMPLES
 

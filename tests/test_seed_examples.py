@@ -260,8 +260,7 @@ def test_example2_preemption_puts_victim_at_head_of_waiting(impl: Implementation
 def test_schedule_returns_a_copy(impl: Implementation) -> None:
     """update() must use its own record: the driver clears what schedule() returned, as an
     engine may, and update() must still apply the whole schedule (A1)."""
-    verdict = verify(impl, EXAMPLES["example1-token-budget-chunked-prefill"].workload(), ("A1",))
-    assert verdict.ok, verdict.report()
+    verify(impl, EXAMPLES["example1-token-budget-chunked-prefill"].workload(), ("A1",)).require()
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
@@ -269,7 +268,7 @@ def test_second_update_does_nothing(impl: Implementation, name: str) -> None:
     """A second update() with no schedule() returns [] and changes nothing (A1)."""
     workload = replace(EXAMPLES[name].workload(), reupdate=True)
     verdict = verify(impl, workload, ("C1", "A1"))
-    assert verdict.ok, verdict.report()
+    verdict.require()
     assert all(step.again is not None for step in verdict.trace.steps)
 
 

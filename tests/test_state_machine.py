@@ -3,7 +3,9 @@ and every invariant is checked after every rule, on the implementation under tes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -16,15 +18,18 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from harness.faults import CheckFailed, SubmissionFailure
 from harness.impl import Implementation
 from harness.report import failure_report
 from invariants.checks import check_trace
 from invariants.liveness import liveness_bound
 from invariants.tokens import TokenModel
 from invariants.trace import Step, Trace
+from invariants.violation import Violation
 from invariants.workload import Config, Request, Workload
 from strategies.workloads import MAX_TOKENS, configs, prompt_lens
 
+_T = TypeVar("_T")
 EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
 
 
@@ -35,12 +40,27 @@ class SchedulerMachine(RuleBasedStateMachine):
     def start(self, config: Config, seed: int, eos: int) -> None:
         self.config = config
         self.model = TokenModel(seed=seed, eos_per_mille=eos)
-        self.session = self.impl.session(Workload(config, (), self.model))
+        self.session = self._call(lambda: self.impl.session(Workload(config, (), self.model)))
         self.requests: list[Request] = []
         self.steps: list[Step] = []
 
     def trace(self) -> Trace:
         return Trace(Workload(self.config, tuple(self.requests), self.model), tuple(self.steps))
+
+    def _call(self, action: Callable[[], _T]) -> _T:
+        """A call into the implementation; a failed one is a C1 verdict on this trace."""
+        try:
+            return action()
+        except SubmissionFailure as e:
+            failure = e.failure
+            trace = replace(self.trace(), failure=failure)
+            violation = Violation("C1", failure.step, failure.call, failure.message)
+            raise CheckFailed("C1", "\n" + failure_report(violation, trace)) from None
+
+    def _require(self, trace: Trace, checks: tuple[str, ...], since: int = 1) -> None:
+        found = check_trace(trace, only=checks, since=since)
+        if found:
+            raise CheckFailed(found[0].check, "\n" + failure_report(found[0], trace))
 
     @rule(data=st.data())
     def add_request(self, data: st.DataObject) -> None:
@@ -50,14 +70,16 @@ class SchedulerMachine(RuleBasedStateMachine):
         prompt_len = data.draw(prompt_lens(self.config.block_size, most), label="prompt_len")
         request = Request(f"a{len(self.requests) + 1}", prompt_len, max_tokens, len(self.steps) + 1)
         self.requests.append(request)
-        self.session.add(request)
+        self._call(lambda: self.session.add(request))
 
     @rule()
     def step(self) -> None:
         number = len(self.steps) + 1
         arrivals = tuple(r.seq_id for r in self.requests if r.arrival == number)
-        schedule, scheduled = self.session.schedule()
-        self.steps.append(Step(number, arrivals, schedule, scheduled, self.session.update()))
+        schedule, scheduled = self._call(self.session.schedule)
+        self.steps.append(Step(number, arrivals, schedule, scheduled, None))
+        update = self._call(self.session.update)
+        self.steps[-1] = replace(self.steps[-1], update=update)
 
     @precondition(
         lambda self: (
@@ -73,15 +95,14 @@ class SchedulerMachine(RuleBasedStateMachine):
         Only right after a step's update(): a request added in between belongs to the next
         step, and a driver step never adds between update() and update() again.
         """
-        self.steps[-1] = replace(self.steps[-1], again=self.session.update("update() again"))
+        again = self._call(lambda: self.session.update("update() again"))
+        self.steps[-1] = replace(self.steps[-1], again=again)
 
     @invariant()
     def every_invariant_holds(self) -> None:
         if not hasattr(self, "session"):
             return
-        trace = self.trace()
-        found = check_trace(trace, only=EVERY_CALL, since=max(1, len(self.steps)))
-        assert not found, "\n" + failure_report(found[0], trace)
+        self._require(self.trace(), EVERY_CALL, since=max(1, len(self.steps)))
 
     def _all_finished(self) -> bool:
         if not self.steps or any(r.arrival > len(self.steps) for r in self.requests):
@@ -96,9 +117,7 @@ class SchedulerMachine(RuleBasedStateMachine):
             if self._all_finished():
                 break
             self.step()
-        trace = self.trace()
-        found = check_trace(trace, only=(*EVERY_CALL, "L1"))
-        assert not found, "\n" + failure_report(found[0], trace)
+        self._require(self.trace(), (*EVERY_CALL, "L1"))
 
 
 def test_state_machine(impl: Implementation) -> None:
