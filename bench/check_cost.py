@@ -12,8 +12,8 @@ import random
 import statistics
 import time
 
-from harness.driver import run
-from harness.loader import load_impl
+from harness.drive.driver import run
+from harness.drive.loader import load_impl
 from invariants.checks import check_trace
 from invariants.workload import Config, Request, Workload
 

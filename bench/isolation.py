@@ -12,10 +12,10 @@ import statistics
 import time
 from pathlib import Path
 
-from harness.impl import Implementation, InProcess
-from harness.isolation import Isolated
-from harness.loader import load_impl
-from harness.verify import verify
+from harness.drive.loader import load_impl
+from harness.sandbox.impl import Implementation, InProcess
+from harness.sandbox.isolation import Isolated
+from harness.verdict.verify import verify
 from invariants.workload import Workload
 from strategies.workloads import fixed_sample
 

@@ -26,12 +26,12 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import scheduler
 from bench.isolation import SUBMISSION, examples_per_second
-from harness.driver import run
-from harness.exhaustive import check_exhaustive
-from harness.impl import InProcess
-from harness.isolation import Isolated, Limits
-from harness.loader import load_impl
-from harness.verify import verify
+from harness.drive.driver import run
+from harness.drive.loader import load_impl
+from harness.sandbox.impl import InProcess
+from harness.sandbox.isolation import Isolated, Limits
+from harness.search.exhaustive import check_exhaustive
+from harness.verdict.verify import verify
 from invariants.workload import Workload
 from strategies.exhaustive import SCOPES
 from strategies.workloads import any_workloads, fixed_sample

@@ -23,16 +23,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import faults, gradebook
-from harness.exhaustive import check_exhaustive
+from harness import faults
 from harness.faults import SubmissionError
-from harness.fuzz import campaign
-from harness.grade import SAMPLE_SIZE, discover, grade_many, shard
-from harness.html import page
-from harness.impl import Implementation, open_impl
-from harness.isolation import PROJECT, Limits
+from harness.grading import gradebook
+from harness.grading.grade import SAMPLE_SIZE, discover, grade_many, shard
 from harness.pytest_plugin import OUTCOMES
-from harness.verify import verify
+from harness.sandbox.impl import Implementation, open_impl
+from harness.sandbox.isolation import PROJECT, Limits
+from harness.search.exhaustive import check_exhaustive
+from harness.search.fuzz import campaign
+from harness.verdict.html import page
+from harness.verdict.verify import verify
 from invariants.regression import Regression
 from invariants.violation import PRIORITY
 from invariants.workload import Workload

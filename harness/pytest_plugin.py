@@ -10,7 +10,7 @@ conftest.py names this module too, for a checkout that was not installed.
 
 Options: `--impl PATH` (or SCHEDCHECK_IMPL; default "reference", the reference in
 `scheduler/`), `--in-process`, `--call-timeout S`, `--memory-mb MB`. The Hypothesis
-profiles are harness/profiles.py's.
+profiles are harness/search/profiles.py's.
 
 With SCHEDCHECK_OUTCOMES=FILE, every failed test adds one JSON line to FILE saying whether
 it is a verdict on the implementation (the ids of the checks that fired) or our own fault
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import profiles
+from harness.drive.loader import REFERENCE
 from harness.faults import SubmissionError, verdict_checks
-from harness.impl import Implementation, open_impl
-from harness.isolation import Limits
-from harness.loader import REFERENCE
+from harness.sandbox.impl import Implementation, open_impl
+from harness.sandbox.isolation import Limits
+from harness.search import profiles
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
 MARKERS = (

@@ -13,11 +13,11 @@ from typing import Any
 from hypothesis import target
 from hypothesis.control import currently_in_test_context
 
-from harness.driver import run
-from harness.impl import Implementation
-from harness.loader import load_impl
-from harness.report import replay_hints
-from harness.verify import verify
+from harness.drive.driver import run
+from harness.drive.loader import load_impl
+from harness.sandbox.impl import Implementation
+from harness.verdict.report import replay_hints
+from harness.verdict.verify import verify
 from invariants.regression import Regression
 from invariants.trace import State, Step, Trace
 from invariants.violation import Violation

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.loader import load_impl
-from harness.verify import verify
+from harness.drive.loader import load_impl
+from harness.verdict.verify import verify
 from invariants.workload import Workload
 from tests.workloads import EOS_SECOND, EXAMPLES, PREEMPT_WITH_QUEUE
 

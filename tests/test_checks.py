@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from harness.driver import run
-from harness.loader import load_impl
+from harness.drive.driver import run
+from harness.drive.loader import load_impl
 from invariants.checks import CHECKS, check_trace
 from invariants.trace import Failure, Sample, Trace
 from invariants.violation import CATALOGUE, PRIORITY, Violation

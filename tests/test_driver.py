@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import scheduler
-from harness.driver import run
+from harness.drive.driver import run
 from invariants.checks import check_trace
 from invariants.liveness import liveness_bound
 from invariants.trace import SeqState, Trace

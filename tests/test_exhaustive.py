@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.exhaustive import scan_chunk
-from harness.impl import Implementation, InProcess, reference
-from harness.isolation import Isolated, Limits
-from harness.loader import load_impl
+from harness.drive.loader import load_impl
+from harness.sandbox.impl import Implementation, InProcess, reference
+from harness.sandbox.isolation import Isolated, Limits
+from harness.search.exhaustive import scan_chunk
 from strategies.exhaustive import SCOPES, enumerate_scope
 from tests.helpers import ROOT
 

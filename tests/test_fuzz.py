@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import fuzz
-from harness.isolation import Limits
+from harness.sandbox.isolation import Limits
+from harness.search import fuzz
 from invariants.regression import Regression
 from tests.helpers import ROOT
 

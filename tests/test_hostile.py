@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness.faults import SubmissionError
-from harness.isolation import PROJECT, Isolated, Limits
-from harness.verify import verify
+from harness.sandbox.isolation import PROJECT, Isolated, Limits
+from harness.verdict.verify import verify
 from tests.workloads import EXAMPLES
 
 HOSTILE = Path(__file__).parent / "hostile"
@@ -139,7 +139,7 @@ def test_a_hung_worker_dies_with_its_parent() -> None:
     the checker that started it dies (PR_SET_PDEATHSIG)."""
     script = (
         "import json, sys, time\n"
-        "from harness.isolation import Isolated\n"
+        "from harness.sandbox.isolation import Isolated\n"
         "from tests.workloads import EXAMPLES\n"
         f"worker = Isolated({str(HOSTILE / 'infinite_loop.py')!r})\n"
         "worker.start()\n"

@@ -6,10 +6,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from harness.cli import main
-from harness.driver import run
-from harness.html import render
-from harness.loader import load_impl
-from harness.verify import verify
+from harness.drive.driver import run
+from harness.drive.loader import load_impl
+from harness.verdict.html import render
+from harness.verdict.verify import verify
 from invariants.workload import Config, Request, Workload
 from strategies.examples import EXAMPLES
 from tests.helpers import ROOT

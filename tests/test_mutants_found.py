@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis.errors import NoSuchExample
 
-from harness.hunt import hunt
+from harness.search.hunt import hunt
 from tests.helpers import ROOT
 
 MUTANTS = ROOT / "tests" / "mutants"

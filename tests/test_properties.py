@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import event, example, given
 
-from harness.impl import Implementation
-from harness.loader import REFERENCE
+from harness.drive.loader import REFERENCE
+from harness.sandbox.impl import Implementation
 from invariants.regression import load_corpus
 from invariants.workload import Workload
 from strategies.coverage import observe

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolation import Isolated, Limits
-from harness.verify import verify
+from harness.sandbox.isolation import Isolated, Limits
+from harness.verdict.verify import verify
 from invariants.checks import check_trace
 from invariants.regression import Regression
 from tests.helpers import reference_trace

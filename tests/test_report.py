@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.loader import load_impl
-from harness.verify import verify
+from harness.drive.loader import load_impl
+from harness.verdict.verify import verify
 from tests.workloads import EXAMPLES
 
 MUTANTS = Path(__file__).parent / "mutants"

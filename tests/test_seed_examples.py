@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from harness.impl import Implementation
-from harness.verify import verify
+from harness.sandbox.impl import Implementation
+from harness.verdict.verify import verify
 from invariants.checks import CHECKS
 from invariants.trace import Trace
 from invariants.workload import Config, Request, Workload

@@ -1,4 +1,4 @@
-"""Counterexamples shared through Redis (harness/profiles.py, docs/scale.md).
+"""Counterexamples shared through Redis (harness/search/profiles.py, docs/scale.md).
 
 A real redis-server from the distribution's packages, on a free loopback port, with no
 persistence; separate pytest processes in fresh working directories stand for separate
@@ -25,8 +25,8 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 
-from harness import profiles
-from harness.loader import REFERENCE
+from harness.drive.loader import REFERENCE
+from harness.search import profiles
 from tests.helpers import ROOT, run_pytest
 
 MUTANT = ROOT / "tests/mutants/max_tokens_off_by_one.py"

@@ -19,8 +19,8 @@ from hypothesis.stateful import (
 )
 
 from harness.faults import CheckFailed, SubmissionFailure
-from harness.impl import Implementation
-from harness.report import failure_report
+from harness.sandbox.impl import Implementation
+from harness.verdict.report import failure_report
 from invariants.checks import check_trace
 from invariants.liveness import liveness_bound
 from invariants.tokens import TokenModel

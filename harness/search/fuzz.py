@@ -17,8 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, find, settings
 from hypothesis.errors import NoSuchExample
 
-from harness.isolation import Isolated, Limits
-from harness.verify import verify
+from harness.sandbox.isolation import Isolated, Limits
+from harness.verdict.verify import verify
 from invariants.regression import Regression
 from invariants.workload import Workload
 from strategies.coverage import LABELS, observe

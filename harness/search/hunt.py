@@ -9,8 +9,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, find, settings
 
-from harness.isolation import Isolated, Limits
-from harness.verify import Verdict, verify
+from harness.sandbox.isolation import Isolated, Limits
+from harness.verdict.verify import Verdict, verify
 from invariants.workload import Workload
 from strategies.workloads import any_workloads
 

@@ -12,7 +12,7 @@ from collections import deque
 from types import ModuleType
 from typing import Any
 
-from harness.driver import show
+from harness.drive.driver import show
 
 SEQUENCE_ARGS = ("seq_id", "prompt_len", "max_tokens")
 SCHEDULER_ARGS = (

@@ -7,10 +7,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from harness.driver import Session as LocalSession
-from harness.driver import run
-from harness.isolation import Isolated, Limits
-from harness.loader import REFERENCE, load_impl
+from harness.drive.driver import Session as LocalSession
+from harness.drive.driver import run
+from harness.drive.loader import REFERENCE, load_impl
+from harness.sandbox.isolation import Isolated, Limits
 from invariants.trace import State, Trace, Update
 from invariants.workload import Request, Workload
 

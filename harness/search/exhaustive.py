@@ -11,9 +11,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 
-from harness.impl import Implementation, open_impl
-from harness.isolation import Limits
-from harness.verify import Verdict, verify
+from harness.sandbox.impl import Implementation, open_impl
+from harness.sandbox.isolation import Limits
+from harness.verdict.verify import Verdict, verify
 from invariants.workload import Workload
 from strategies.exhaustive import SCOPES, enumerate_scope
 

@@ -30,7 +30,7 @@ from harness.faults import CheckerError, SubmissionError, SubmissionFailure, Wor
 from invariants.trace import Failure, State, Step, Trace, Update
 from invariants.workload import Request, Workload
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 # All a worker inherits of the checker's environment: the submission must not read its
 # secrets (SCHEDCHECK_REDIS_URL may carry a password, CI runners hold tokens). The last
 # two are for interpreters that need them to start (a shared libpython outside /usr).
@@ -106,7 +106,7 @@ class Isolated:
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *sys.path])
         env["PYTHONUNBUFFERED"] = "1"  # a debug print reaches the report, not a buffer
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.worker", str(theirs.fileno()), self.path,
+            [sys.executable, "-m", "harness.sandbox.worker", str(theirs.fileno()), self.path,
              str(self.limits.memory), self.workdir],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from harness.driver import run
+from harness.drive.driver import run
+from harness.drive.loader import REFERENCE, load_impl
 from harness.faults import CheckerError, CheckFailed
-from harness.impl import Implementation, InProcess
-from harness.loader import REFERENCE, load_impl
-from harness.report import failure_report
+from harness.sandbox.impl import Implementation, InProcess
+from harness.verdict.report import failure_report
 from invariants.checks import CHECKS, check_trace
 from invariants.trace import Trace
 from invariants.violation import Violation

@@ -20,10 +20,10 @@ from hypothesis import find
 from hypothesis.errors import NoSuchExample
 
 from harness.faults import SubmissionError
-from harness.html import page
-from harness.hunt import SEARCH
-from harness.isolation import Isolated, Limits
-from harness.verify import verify
+from harness.sandbox.isolation import Isolated, Limits
+from harness.search.hunt import SEARCH
+from harness.verdict.html import page
+from harness.verdict.verify import verify
 from invariants.violation import Violation
 from invariants.workload import Workload
 from strategies.examples import EXAMPLES

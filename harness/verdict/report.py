@@ -119,8 +119,8 @@ def replay_hints(path: str, workload: Workload, saved: Path | None) -> str:
         lines.append(f"  schedcheck check {path} --replay {saved}")
     test = f"""\
 def test_p07_regression():
-    from harness.impl import open_impl
-    from harness.verify import verify
+    from harness.sandbox.impl import open_impl
+    from harness.verdict.verify import verify
     from invariants.workload import Workload
 
     workload = Workload.from_json({workload.to_json(indent=None)!r})

@@ -1,7 +1,8 @@
 """The worker process: loads one untrusted submission and runs workloads in it.
 
-Started by `harness.isolation` as `python -m harness.worker FD PATH MEMORY WORKDIR`. Everything the
-checker needs is imported first; then, when started as root, the worker moves into a fresh
+Started by `harness.sandbox.isolation` as
+`python -m harness.sandbox.worker FD PATH MEMORY WORKDIR`. Everything the checker needs is
+imported first; then, when started as root, the worker moves into a fresh
 temporary directory and drops to an unprivileged user (the interpreter lives in root's
 home, which that user cannot read: imports must come before the drop). Only then is the
 submission read, compiled and run. It talks to the parent over the socket FD in JSON:
@@ -23,8 +24,8 @@ import types
 from multiprocessing.connection import Connection
 from typing import Any
 
-from harness.contract import contract_problems
-from harness.driver import Session, describe, run
+from harness.drive.contract import contract_problems
+from harness.drive.driver import Session, describe, run
 from harness.faults import SubmissionFailure
 from invariants.trace import Step
 from invariants.workload import Request, Workload

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from harness.grade import GROUPS
+from harness.grading.grade import GROUPS
 
 Report = dict[str, Any]
 

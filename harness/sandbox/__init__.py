@@ -1,0 +1,1 @@
+"""Isolation: the submission runs in a worker process it cannot escape; the parent decides."""

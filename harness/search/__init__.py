@@ -1,0 +1,1 @@
+"""Searching for failures: Hypothesis profiles, hunts, long campaigns, the exhaustive scope."""
