@@ -7,7 +7,8 @@
 
 `check` first checks the contract (one message for every missing or ill-typed name), then
 runs the suite's submission-facing tests with `pytest -n auto` in the `grade` profile, the
-submission in worker processes of its own. `--replay FILE.json` re-runs one saved workload.
+submission in worker processes of its own. `--replay FILE.json...` re-runs saved workloads
+(or folders of them).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True, metavar="command")
     check = commands.add_parser("check", help="fuzz a submission against the P07 spec")
     check.add_argument("path", nargs="?", default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
-    check.add_argument("--replay", metavar="FILE.json", help="re-run one saved workload")
+    check.add_argument("--replay", nargs="+", metavar="FILE.json",
+                       help="re-run saved workloads (files, or folders of *.json)")  # fmt: skip
     check.add_argument("--save-failures", metavar="DIR", help="write shrunk counterexamples here")
     check.add_argument("--html", metavar="OUT.html", help="on failure, draw the failing trace")
     check.add_argument(
@@ -168,7 +170,7 @@ def check(args: argparse.Namespace) -> int:
         return faults.FAIL
     try:
         if args.replay:
-            return replay(impl, path, Path(args.replay), args.html)
+            return replay(impl, path, args.replay, args.html)
     finally:
         impl.stop()
     if args.exhaustive:
@@ -218,26 +220,47 @@ def draw(impl: Implementation, workload: Workload, out: str) -> None:
         print(f"the failing trace, drawn: {out}")
 
 
-def replay(impl: Implementation, path: Path, saved: Path, html: str | None = None) -> int:
+def saved_workloads(targets: list[str]) -> list[tuple[Path, Workload]]:
+    """The workloads of the files named, and of every *.json in the folders named: all read
+    and found feasible before anything runs, or a ValueError naming the file."""
+    files: list[Path] = []
+    for target in map(Path, targets):
+        files += sorted(target.glob("*.json")) if target.is_dir() else [target]
+    if not files:
+        raise ValueError(f"no saved workload (*.json) in {' '.join(targets)}")
+    loaded = []
+    for saved in files:
+        try:
+            workload = Regression.from_json(saved.read_text()).workload
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            raise ValueError(f"cannot read a workload from {saved}: {e}") from None
+        if workload.infeasible():
+            names = ", ".join(r.seq_id for r in workload.infeasible())
+            raise ValueError(
+                f"{saved} is not a feasible workload ({names} can never finish: more KV "
+                "blocks than num_blocks); a submission is only checked on feasible input"
+            )
+        loaded.append((saved, workload))
+    return loaded
+
+
+def replay(impl: Implementation, path: Path, targets: list[str], html: str | None = None) -> int:
+    """Re-run saved workloads (files, or folders of them); FAIL on the first that fails."""
     try:
-        workload = Regression.from_json(saved.read_text()).workload
-    except (OSError, ValueError, TypeError, KeyError) as e:
-        print(f"schedcheck: cannot read a workload from {saved}: {e}", file=sys.stderr)
+        loaded = saved_workloads(targets)
+    except ValueError as e:
+        print(f"schedcheck: {e}", file=sys.stderr)
         return faults.USAGE
-    if workload.infeasible():
-        names = ", ".join(r.seq_id for r in workload.infeasible())
-        print(f"schedcheck: {saved} is not a feasible workload ({names} can never finish: "
-              "more KV blocks than num_blocks); a submission is only checked on feasible "
-              "input", file=sys.stderr)  # fmt: skip
-        return faults.USAGE
-    verdict = verify(impl, workload)
-    if verdict.ok:
-        print(f"PASS {path}: every check holds on {saved}")
-        return faults.PASS
-    print(f"FAIL {path}\n\n{verdict.report()}")
-    if html:
-        draw(impl, workload, html)
-    return faults.FAIL
+    for saved, workload in loaded:
+        verdict = verify(impl, workload)
+        if not verdict.ok:
+            print(f"FAIL {path}: on {saved}\n\n{verdict.report()}")
+            if html:
+                draw(impl, workload, html)
+            return faults.FAIL
+    where = loaded[0][0] if len(loaded) == 1 else f"{len(loaded)} saved workloads"
+    print(f"PASS {path}: every check holds on {where}")
+    return faults.PASS
 
 
 def fuzz(args: argparse.Namespace, path: Path) -> int:

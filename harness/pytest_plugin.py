@@ -90,6 +90,17 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit(f"{where}: {e}", returncode=1)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Costly self-checks run only when asked for (`-m costly`, or any -m expression): done
+    here, not in addopts, so that it holds wherever pytest found its rootdir."""
+    if config.getoption("markexpr"):
+        return
+    costly = [item for item in items if item.get_closest_marker("costly")]
+    if costly:
+        config.hook.pytest_deselected(items=costly)
+        items[:] = [item for item in items if not item.get_closest_marker("costly")]
+
+
 @pytest.fixture(scope="session")
 def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
     """The implementation under test: the reference, or `--impl`'s file in a worker."""

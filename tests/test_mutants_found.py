@@ -1,23 +1,39 @@
 """The suite catches every mutant of the catalogue, through the path `schedcheck check`
 takes (an isolated worker, the suite's strategies, shrinking), names the check the bug
-points to, and keeps the counterexample small; the reference goes through clean.
+points to, and keeps the counterexample small; a correct file goes through clean.
 
-This checks the suite itself: the search has its own fixed, derandomized settings and does
-not depend on `--impl`.
+Two ways: `hunt` (one Hypothesis search, the catalogue's own yardstick, every mutant on
+every run), and `schedcheck check` itself, whose FAIL must name a check and show nothing
+that is the checker's own fault (a rotating few per run, all with `pytest -m costly`).
+This checks the suite itself: the searches have their own fixed, derandomized settings
+and do not depend on `--impl`.
 """
 
 from __future__ import annotations
 
+import datetime
+import os
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from hypothesis.errors import NoSuchExample
 
-from harness.search.hunt import hunt
+from harness import faults
+from harness.cli import main
+from harness.search.hunt import SEARCH, hunt
 from tests.helpers import ROOT
 
 MUTANTS = ROOT / "tests" / "mutants"
+NAMES = sorted(p.stem for p in MUTANTS.glob("*.py"))
+CHECK_IDS = {"C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1", "D1", "R1"}
+# What only the checker's own faults print: none of it may appear in a mutant's FAIL.
+OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself failed")
+_DAY = int(os.environ.get("SCHEDCHECK_ROTATION") or datetime.date.today().toordinal())
+# A hang costs a call timeout per shrinking step (35 s): only in the costly run.
+_QUICK = [name for name in NAMES if name != "infinite_loop_full_house"]
+ROTATING = {_QUICK[(3 * _DAY + k) % len(_QUICK)] for k in range(3)}
 
 
 def expected_checks(path: Path) -> set[str]:
@@ -28,10 +44,11 @@ def expected_checks(path: Path) -> set[str]:
 
 
 def test_catalogue_has_at_least_25_mutants() -> None:
-    assert len(list(MUTANTS.glob("*.py"))) >= 25
+    assert len(NAMES) >= 25
+    assert all(expected_checks(MUTANTS / f"{name}.py") <= CHECK_IDS for name in NAMES)
 
 
-@pytest.mark.parametrize("mutant", sorted(p.stem for p in MUTANTS.glob("*.py")))
+@pytest.mark.parametrize("mutant", NAMES)
 def test_mutant_is_caught_by_the_check_it_names(mutant: str) -> None:
     path = MUTANTS / f"{mutant}.py"
     caught = hunt(path)
@@ -39,6 +56,31 @@ def test_mutant_is_caught_by_the_check_it_names(mutant: str) -> None:
     assert caught.requests <= 4, caught.verdict.report()
 
 
-def test_the_reference_goes_through_clean() -> None:
+def test_a_correct_file_goes_through_a_hunt_clean() -> None:
+    """hunt's own false-FAIL guard, on the reference under a path of its own (R1 runs).
+    300 examples: every mode's full guard is tests/test_equivalents.py."""
     with pytest.raises(NoSuchExample):
-        hunt(ROOT / "scheduler" / "__init__.py")
+        hunt(
+            ROOT / "tests" / "equivalents" / "one_pass.py",
+            search=settings(SEARCH, max_examples=300),
+        )
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [pytest.param(m, marks=() if m in ROTATING else pytest.mark.costly) for m in NAMES],
+)
+def test_schedcheck_check_fails_it_naming_the_check(
+    mutant: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    path = MUTANTS / f"{mutant}.py"
+    code = main(["check", str(path), "-n", "0", "--call-timeout", "1"])
+    out, err = capfd.readouterr()
+    assert code == faults.FAIL, out + err
+    named = re.search(r"^FAIL .*?: ([A-Z]\d(?:, [A-Z]\d)*) \(see above\)", out, re.M)
+    assert named, out
+    assert set(named.group(1).split(", ")) & expected_checks(path), out
+    assert not any(sign in out + err for sign in OURS), out + err
+    # Every exception pytest shows is a check's verdict, never one of our own errors.
+    shown = set(re.findall(r"^E\s+([\w.]+(?:Error|Exception|Failed|Check\w*)):", out, re.M))
+    assert shown <= {"harness.faults.CheckFailed"}, shown

@@ -104,8 +104,9 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
         for group in GROUPS:
             if group != "examples":
                 checks[group] = "fail" if group in failing else "pass" if judged else "not run"
+        shrunk: list[Workload] = []
         for group in sorted(failing, key=list(GROUPS).index):
-            failures.append(shrink(worker, group, deadline))
+            failures.append(shrink(worker, group, deadline, shrunk))
         drawn = next((f for f in failures if f.get("workload")), None)
         if drawn is not None:
             result["page_html"] = page(worker, Workload.from_dict(drawn["workload"]))
@@ -122,20 +123,29 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     return result
 
 
-def shrink(worker: Isolated, group: str, deadline: float) -> dict[str, Any]:
-    """The smallest workload the search finds that breaks `group`, and what broke."""
+def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]) -> dict[str, Any]:
+    """The smallest workload the search finds that breaks `group`, and what broke.
+
+    One bug often breaks several groups: a workload already shrunk for an earlier group
+    that breaks this one too is reported again (small already) instead of a new search.
+    `shrunk` collects them."""
+
+    checks = GROUPS[group]  # only these: no twin run unless D1, no reference unless R1
 
     def breaks(workload: Workload) -> bool:
         if time.monotonic() > deadline:
             raise OverBudget
-        return any(v.check in GROUPS[group] for v in verify(worker, workload).violations)
+        return not verify(worker, workload, checks).ok
 
-    try:
-        workload = find(any_workloads(), breaks, settings=SEARCH)
-    except NoSuchExample:  # the sample found one the search does not reach: keep that
-        return {**note("failed on the sample; the search did not reach it"), "check": group}
-    verdict = verify(worker, workload)
-    violation = next(v for v in verdict.violations if v.check in GROUPS[group])
+    workload = next((w for w in shrunk if breaks(w)), None)
+    if workload is None:
+        try:
+            workload = find(any_workloads(), breaks, settings=SEARCH)
+        except NoSuchExample:  # the sample found one the search does not reach: keep that
+            return {**note("failed on the sample; the search did not reach it"), "check": group}
+        shrunk.append(workload)
+    verdict = verify(worker, workload, checks)
+    violation = verdict.violations[0]
     return failure(violation, workload, len(verdict.trace.steps))
 
 

@@ -19,6 +19,7 @@ import pwd
 import resource
 import signal
 import sys
+import time
 import traceback
 import types
 from multiprocessing.connection import Connection
@@ -95,7 +96,9 @@ class Worker:
         self.conn.send_bytes(json.dumps(message).encode())
 
     def heartbeat(self, step: int, call: str) -> None:
-        self.send(kind="call", step=step, call=call)
+        """Sent before every call into the submission; with the CPU time so far, so that
+        the parent can tell a hung call from one that waits for a busy machine's core."""
+        self.send(kind="call", step=step, call=call, cpu=time.process_time())
 
     def serve(self) -> None:
         while True:

@@ -44,7 +44,7 @@ class Caught:
         return len(self.workload.requests)
 
 
-def hunt(path: Path, limits: Limits | None = None) -> Caught:
+def hunt(path: Path, limits: Limits | None = None, search: settings = SEARCH) -> Caught:
     """Find and shrink a failing workload for the submission at `path`.
 
     Raises hypothesis.errors.NoSuchExample if none of the search's workloads fails.
@@ -52,7 +52,7 @@ def hunt(path: Path, limits: Limits | None = None) -> Caught:
     worker = Isolated(path, limits or Limits(call_timeout=0.5))
     start = time.monotonic()
     try:
-        workload = find(any_workloads(), lambda w: not verify(worker, w).ok, settings=SEARCH)
+        workload = find(any_workloads(), lambda w: not verify(worker, w).ok, settings=search)
         verdict = verify(worker, workload)
     finally:
         worker.stop()

@@ -1,7 +1,7 @@
 """Bug: update() does not forget the record of the last schedule().
 
 Symptom: a second update() without a schedule() applies the same step again, or raises
-KeyError for a sequence the first one finished. Caught by C1.
+KeyError for a sequence the first one finished. Caught by C1 or A1.
 """
 
 from scheduler import Scheduler as _Reference

@@ -1,0 +1,159 @@
+"""No false FAIL: every mode of schedcheck passes every correct implementation.
+
+The subjects are tests/equivalents/ (correct schedulers written differently) and the
+reference itself, as one file under a name that is not the reference's, so that no check
+is skipped for it (R1 compares an implementation with the reference: for the reference
+by its own name, R1 has nothing to compare). Each runs through the isolated path, as a
+student's file does.
+
+Cheap modes run on every subject in every run. The costly ones (`check`, `--exhaustive`,
+`pytest --impl`, a `fuzz` campaign) run on a rotating few here (the renamed reference and
+two equivalents that change with the date) and on all of them with `pytest -m costly`,
+which `.ci/run` does in a step of its own.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import faults
+from harness.cli import main
+from harness.sandbox.isolation import Limits
+from harness.search import fuzz
+from tests.helpers import ROOT, run_pytest
+
+EQUIVALENTS = ROOT / "tests" / "equivalents"
+RENAMED = "reference_renamed"
+SUBJECTS = [RENAMED, *sorted(p.stem for p in EQUIVALENTS.glob("*.py"))]
+# Which equivalents the default run gives the costly modes: two, moving on every day.
+# SCHEDCHECK_ROTATION=N picks the N-th pair instead (to reproduce another day's run).
+_DAY = int(os.environ.get("SCHEDCHECK_ROTATION") or datetime.date.today().toordinal())
+_EQ = SUBJECTS[1:]
+ROTATING = {RENAMED, _EQ[(2 * _DAY) % len(_EQ)], _EQ[(2 * _DAY + 1) % len(_EQ)]}
+COSTLY = [
+    pytest.param(name, marks=() if name in ROTATING else pytest.mark.costly) for name in SUBJECTS
+]
+# What only our own faults print (acceptance: a pass is a pass of the checks, nothing else).
+OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself failed")
+
+
+def reference_as_one_file(folder: Path) -> Path:
+    """The reference (scheduler/sequence.py + scheduler/scheduler.py) as one standalone
+    module, the way a student's file looks: it imports nothing from schedcheck."""
+    parts = [(ROOT / "scheduler" / name).read_text() for name in ("sequence.py", "scheduler.py")]
+    body = "\n".join(
+        line
+        for part in parts
+        for line in part.splitlines()
+        if not line.startswith(("from __future__", "from scheduler"))
+    )
+    path = folder / "p07_scheduler.py"
+    path.write_text(f"from __future__ import annotations\n{body}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def subjects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every subject as `<folder outside the checkout>/<name>/p07_scheduler.py`."""
+    root = tmp_path_factory.mktemp("class")
+    found = {}
+    for name in SUBJECTS:
+        (root / name).mkdir()
+        if name == RENAMED:
+            found[name] = reference_as_one_file(root / name)
+        else:
+            found[name] = root / name / "p07_scheduler.py"
+            shutil.copy(EQUIVALENTS / f"{name}.py", found[name])
+    return found
+
+
+def test_every_equivalent_says_what_makes_it_different() -> None:
+    assert len(SUBJECTS) - 1 >= 10
+    for name in SUBJECTS[1:]:
+        text = (EQUIVALENTS / f"{name}.py").read_text()
+        assert text.startswith('"""Equivalent: '), name
+        assert not re.search(r"^\s*(from|import) (scheduler|harness|invariants|strategies)\b",
+                             text, re.M), name  # fmt: skip
+
+
+def test_the_renamed_reference_is_the_reference(subjects: dict[str, Path]) -> None:
+    """It must not fall back on the reference's name: its label is its path."""
+    text = subjects[RENAMED].read_text()
+    assert "class Scheduler" in text and "import scheduler" not in text
+
+
+@pytest.mark.parametrize("name", SUBJECTS)
+def test_replaying_every_regression_passes(
+    name: str, subjects: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["check", str(subjects[name]), "--replay", str(ROOT / "tests" / "regressions")])
+    out = capsys.readouterr().out
+    assert code == faults.PASS, out
+    assert "every check holds on" in out
+
+
+def test_grading_gives_every_subject_full_marks(
+    subjects: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = next(iter(subjects.values())).parent.parent
+    assert main(["grade", str(folder), "--out", str(tmp_path), "-j", "2"]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    graded = {Path(e["path"]).parent.name: e for e in report["submissions"]}
+    assert set(graded) == set(SUBJECTS)
+    for name, entry in graded.items():
+        assert entry["verdict"] == "pass", (name, entry["failures"])
+        assert set(entry["checks"].values()) == {"pass"}, (name, entry["checks"])
+
+
+@pytest.mark.parametrize("name", COSTLY)
+def test_check_passes(
+    name: str, subjects: dict[str, Path], capfd: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["check", str(subjects[name]), "-n", "0"])
+    out, err = capfd.readouterr()
+    assert code == faults.PASS, out + err
+    assert "PASS" in out and not any(sign in out + err for sign in OURS)
+
+
+@pytest.mark.parametrize("name", COSTLY)
+def test_exhaustive_passes(
+    name: str, subjects: dict[str, Path], capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The default run checks the mode on the smoke scope; -m costly on the default scope.
+    scope = "small" if name not in ROTATING else "smoke"
+    code = main(["check", str(subjects[name]), "--exhaustive", "--scope", scope, "-n", "1"])
+    out, err = capfd.readouterr()
+    assert code == faults.PASS, out + err
+    assert "no divergence from the reference" in out
+
+
+@pytest.mark.parametrize("name", COSTLY)
+@pytest.mark.parametrize("style", ["--impl PATH", "--impl=PATH -n 2"])
+def test_pytest_impl_with_an_absolute_path_outside_the_checkout(
+    name: str, style: str, subjects: dict[str, Path]
+) -> None:
+    """From the checkout, no test path given: pytest must read PATH as --impl's value."""
+    path = str(subjects[name].resolve())
+    assert not path.startswith(str(ROOT.resolve()))
+    args = style.replace("PATH", path).split()
+    selected = "test_properties or test_seed_examples or test_state_machine"
+    done = run_pytest(*args, "-k", selected, env={"CI": "true"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"\b\d+ passed", done.stdout) and " skipped" not in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("name", COSTLY)
+def test_a_fuzz_campaign_finds_nothing(
+    name: str, subjects: dict[str, Path], tmp_path: Path
+) -> None:
+    lines: list[str] = []
+    found = fuzz.campaign(subjects[name], 3.0, tmp_path, Limits(), lines.append, seed=0)
+    assert found == 0, lines
+    assert list(tmp_path.glob("*.json")) == []
