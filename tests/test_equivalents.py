@@ -8,7 +8,7 @@ student's file does.
 
 Cheap modes run on every subject in every run. The costly ones (`check`, `--exhaustive`,
 `pytest --impl`, a `fuzz` campaign) run on a rotating few here (the renamed reference and
-two equivalents that change with the date) and on all of them with `pytest -m costly`,
+an equivalent that changes with the date) and on all of them with `pytest -m costly`,
 which `.ci/run` does in a step of its own.
 """
 
@@ -32,13 +32,22 @@ from tests.helpers import ROOT, run_pytest
 EQUIVALENTS = ROOT / "tests" / "equivalents"
 RENAMED = "reference_renamed"
 SUBJECTS = [RENAMED, *sorted(p.stem for p in EQUIVALENTS.glob("*.py"))]
-# Which equivalents the default run gives the costly modes: two, moving on every day.
-# SCHEDCHECK_ROTATION=N picks the N-th pair instead (to reproduce another day's run).
+# Which equivalent the default run gives the costly modes, beside the renamed reference:
+# another every day. SCHEDCHECK_ROTATION=N picks the N-th instead (to reproduce a day's run).
 _DAY = int(os.environ.get("SCHEDCHECK_ROTATION") or datetime.date.today().toordinal())
-_EQ = SUBJECTS[1:]
-ROTATING = {RENAMED, _EQ[(2 * _DAY) % len(_EQ)], _EQ[(2 * _DAY + 1) % len(_EQ)]}
-COSTLY = [
-    pytest.param(name, marks=() if name in ROTATING else pytest.mark.costly) for name in SUBJECTS
+TODAY = SUBJECTS[1:][_DAY % (len(SUBJECTS) - 1)]
+ROTATING = {RENAMED, TODAY}
+
+
+def _param(*values: str, default_run: bool) -> object:
+    return pytest.param(*values, marks=() if default_run else pytest.mark.costly)
+
+
+COSTLY = [_param(name, default_run=name in ROTATING) for name in SUBJECTS]
+# Both spellings on every subject under -m costly; one each in the default run.
+STYLES = {"--impl PATH": RENAMED, "--impl=PATH -n 2": TODAY}
+COSTLY_STYLES = [
+    _param(name, style, default_run=STYLES[style] == name) for name in SUBJECTS for style in STYLES
 ]
 # What only our own faults print (acceptance: a pass is a pass of the checks, nothing else).
 OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself failed")
@@ -99,11 +108,18 @@ def test_replaying_every_regression_passes(
     assert "every check holds on" in out
 
 
+@pytest.mark.parametrize(
+    "sample",
+    [
+        pytest.param("60", id="sample-60"),
+        pytest.param("200", id="sample-200", marks=pytest.mark.costly),
+    ],
+)
 def test_grading_gives_every_subject_full_marks(
-    subjects: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sample: str, subjects: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = next(iter(subjects.values())).parent.parent
-    assert main(["grade", str(folder), "--out", str(tmp_path), "-j", "2"]) == 0
+    assert main(["grade", str(folder), "--out", str(tmp_path), "-j", "2", "--sample", sample]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     graded = {Path(e["path"]).parent.name: e for e in report["submissions"]}
     assert set(graded) == set(SUBJECTS)
@@ -134,8 +150,7 @@ def test_exhaustive_passes(
     assert "no divergence from the reference" in out
 
 
-@pytest.mark.parametrize("name", COSTLY)
-@pytest.mark.parametrize("style", ["--impl PATH", "--impl=PATH -n 2"])
+@pytest.mark.parametrize(("name", "style"), COSTLY_STYLES)
 def test_pytest_impl_with_an_absolute_path_outside_the_checkout(
     name: str, style: str, subjects: dict[str, Path]
 ) -> None:
@@ -143,7 +158,7 @@ def test_pytest_impl_with_an_absolute_path_outside_the_checkout(
     path = str(subjects[name].resolve())
     assert not path.startswith(str(ROOT.resolve()))
     args = style.replace("PATH", path).split()
-    selected = "test_properties or test_seed_examples or test_state_machine"
+    selected = "test_lockstep or test_worked_example"  # the property that needs --impl most
     done = run_pytest(*args, "-k", selected, env={"CI": "true"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"\b\d+ passed", done.stdout) and " skipped" not in done.stdout, done.stdout

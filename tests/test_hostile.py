@@ -159,3 +159,29 @@ def test_a_hung_worker_dies_with_its_parent() -> None:
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not Path(f"/proc/{pid}").exists(), "the worker outlived its parent"
+
+
+def test_a_call_starved_of_cpu_is_not_a_hung_call() -> None:
+    """The timeout excuses a worker that is runnable but barely ran (a busy machine), never
+    one that spins (it uses the CPU it gets) or sleeps (it is not runnable)."""
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleeping = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.6)  # the spinner has used about 0.6 s of CPU now
+        worker = Isolated(HOSTILE / "infinite_loop.py", Limits(call_timeout=0.2))
+        worker.call_started = time.monotonic()
+        for proc, cpu_at_call, starved in ((spinning, None, False), (sleeping, 0.0, False)):
+            worker.proc, worker.call_cpu = proc, cpu_at_call  # type: ignore[assignment]
+            assert worker._starved() is starved
+        worker.proc = spinning  # type: ignore[assignment]
+        worker.call_cpu = 0.0  # the call began when the spinner started: it used 0.6 s
+        assert not worker._starved()
+        fields = Path(f"/proc/{spinning.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        worker.call_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        assert worker._starved()  # as if the call began just now: it has used nothing yet
+        worker.call_started -= 11 * 0.2  # ... but not past STARVED_CAP timeouts of wall time
+        assert not worker._starved()
+    finally:
+        for proc in (spinning, sleeping):
+            proc.kill()
+            proc.wait()

@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,14 +39,32 @@ OBSERVE = {
 }
 
 
-def _missing() -> str | None:
-    if shutil.which("redis-server") is None:
-        return "redis-server is not installed (Debian: apt-get install redis-server)"
+REQUIRE = "SCHEDCHECK_REQUIRE_REDIS"
+
+
+def _client_missing() -> str | None:
     try:
         import redis  # noqa: F401
     except ImportError:
         return "the redis client is not installed (python -m pip install -e '.[redis]')"
     return None
+
+
+def _missing() -> str | None:
+    if shutil.which("redis-server") is None:
+        return "redis-server is not installed (Debian: apt-get install redis-server)"
+    return _client_missing()
+
+
+def _skip_unless_required(missing: str | None) -> None:
+    """Skip where the extras are missing: the README's `pytest -n auto` runs without them.
+    .ci/run installs them and sets SCHEDCHECK_REQUIRE_REDIS for its `-m redis` step, where
+    a missing one fails the test instead of hiding it."""
+    if missing is None:
+        return
+    if os.environ.get(REQUIRE):
+        pytest.fail(f"{missing}; {REQUIRE} is set, so this test must run")
+    pytest.skip(missing)
 
 
 def _free_port() -> int:
@@ -57,16 +76,8 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A redis-server of its own on 127.0.0.1, nothing saved to disk, stopped afterwards.
-
-    Skipped where the server or the client is missing, except in CI (CI set), which
-    installs both (.ci/run): there a missing one fails the test instead of hiding it.
-    """
-    missing = _missing()
-    if missing is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{missing}; CI must run this test (.ci/run installs both)")
-        pytest.skip(missing)
+    """A redis-server of its own on 127.0.0.1, nothing saved to disk, stopped afterwards."""
+    _skip_unless_required(_missing())
     import redis
 
     folder = tmp_path_factory.mktemp("redis")
@@ -130,6 +141,7 @@ def _machine(tmp_path: Path, name: str, url: str, profile: str) -> list[dict[str
     return _test_cases(cwd)
 
 
+@pytest.mark.redis
 def test_a_failure_found_on_one_machine_is_the_first_example_on_the_next(
     redis_url: str, tmp_path: Path
 ) -> None:
@@ -157,6 +169,7 @@ def restore_profiles(request: pytest.FixtureRequest) -> Iterator[None]:
     settings.load_profile(current)
 
 
+@pytest.mark.redis
 def test_profiles_share_through_redis_only_when_asked(
     redis_url: str, restore_profiles: None
 ) -> None:
@@ -174,13 +187,27 @@ def test_profiles_share_through_redis_only_when_asked(
     assert settings.get_profile("grade").database is None  # a grade depends on nothing else
 
 
+@pytest.mark.redis
 def test_an_unreachable_redis_is_one_clear_error(restore_profiles: None) -> None:
+    _skip_unless_required(_client_missing())
     port = _free_port()
     with pytest.raises(profiles.DatabaseError) as error:
         profiles.register(REFERENCE, f"redis://:hunter2@127.0.0.1:{port}/0")
     shown = f"SCHEDCHECK_REDIS_URL=redis://:***@127.0.0.1:{port}/0: Redis does not answer"
     assert str(error.value).startswith(shown)
     assert "hunter2" not in str(error.value)  # the message lands in CI logs
+
+
+def test_a_missing_client_is_one_clear_error(
+    restore_profiles: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the [redis] extra (the README's plain install), the variable set."""
+    monkeypatch.setitem(sys.modules, "redis", None)  # `import redis` raises ImportError
+    with pytest.raises(profiles.DatabaseError) as error:
+        profiles.register(REFERENCE, "redis://:hunter2@127.0.0.1:6379/0")
+    message = str(error.value)
+    assert message.startswith("SCHEDCHECK_REDIS_URL is set, but the redis client is not installed")
+    assert "pip install -e '.[redis]'" in message and "hunter2" not in message
 
 
 def test_each_implementation_has_a_namespace(monkeypatch: pytest.MonkeyPatch) -> None:

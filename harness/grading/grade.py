@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import find
 from hypothesis.errors import NoSuchExample
 
-from harness.faults import SubmissionError
+from harness.faults import CheckerError, SubmissionError
 from harness.sandbox.isolation import Isolated, Limits
 from harness.search.hunt import SEARCH
 from harness.verdict.html import page
@@ -76,6 +76,8 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
         failures.append({**note(str(e)), "check": "C1"})
         result["verdict"] = "fail"
         return result
+    except CheckerError as e:  # ours, as `schedcheck check`'s exit 3 (harness/faults.py)
+        return {**result, "verdict": "error", "failures": [note(str(e))]}
     try:
         failing: dict[str, Workload] = {}
         checks["examples"] = "pass"
@@ -110,6 +112,8 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
         drawn = next((f for f in failures if f.get("workload")), None)
         if drawn is not None:
             result["page_html"] = page(worker, Workload.from_dict(drawn["workload"]))
+    except CheckerError as e:
+        return {**result, "verdict": "error", "failures": [note(str(e))]}
     except OverBudget:
         result["verdict"] = "error"
         failures.append(

@@ -251,7 +251,9 @@ class Isolated:
         if code is not None and code < 0:
             how = f"was killed by signal {signal.Signals(-code).name}"
         else:
-            how = f"exited with code {code}: the submission ended the process (os._exit?)"
+            how = f"exited with code {code}"
+            if call != "starting the worker":  # only then can the submission have done it
+                how += ": the submission ended the process (os._exit?)"
         return f"the worker process {how} during {call} at step {step}"
 
     # -- runs ----------------------------------------------------------------------------------
