@@ -41,6 +41,12 @@ from invariants.workload import Workload
 from strategies.exhaustive import SCOPES
 
 DEFAULT_PATH = "mine/p07_scheduler.py"
+ISOLATION = {  # what each level is, in a line (docs/isolation.md has the table)
+    "full": "a uid of its own, its own PID, mount and network namespaces",
+    "uid": "a uid of its own, no namespaces on this machine",
+    "process": "a process of your own user: not root, so no uid of its own",
+    "none": "in this very process (--in-process: trusted code only)",
+}
 # First the spec's worked examples: fixed workloads, no shrinking, so a submission that
 # hangs or crashes on anything is reported in seconds. Then the random search, and only
 # when it found nothing, the stateful test (its counterexamples take longest to shrink).
@@ -168,6 +174,7 @@ def check(args: argparse.Namespace) -> int:
     except SubmissionError as e:
         print(f"FAIL {path}: {e}")
         return faults.FAIL
+    print(f"isolation: {impl.isolation} ({ISOLATION[impl.isolation]})", flush=True)
     try:
         if args.replay:
             return replay(impl, path, args.replay, args.html)

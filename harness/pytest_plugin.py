@@ -33,6 +33,7 @@ from harness.sandbox.isolation import Limits
 from harness.search import profiles
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
+ISOLATION = pytest.StashKey[str]()
 MARKERS = (
     "costly: a self-check too slow for every run; `pytest -m costly` runs them all "
     "(.ci/run does), the default run a rotating few",
@@ -85,9 +86,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return  # the controller checked the contract already
     try:  # the contract check: one message instead of a traceback in every test
-        open_impl(where, config.getoption("--in-process"), limits(config)).stop()
+        checked = open_impl(where, config.getoption("--in-process"), limits(config))
     except SubmissionError as e:
         pytest.exit(f"{where}: {e}", returncode=1)
+    checked.stop()
+    config.stash[ISOLATION] = checked.isolation
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if ISOLATION not in config.stash:
+        return None
+    return f"schedcheck: {config.getoption('--impl')}, isolation: {config.stash[ISOLATION]}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

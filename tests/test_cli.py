@@ -63,7 +63,8 @@ def test_replay_runs_one_saved_workload(
     saved = tmp_path / "example2.json"
     saved.write_text(EXAMPLES["example2"].to_json())
     assert main(["check", where, "--replay", str(saved)]) == code
-    out = capsys.readouterr().out
+    first, out = capsys.readouterr().out.split("\n", 1)
+    assert first.startswith("isolation: ")  # the level in effect comes first
     assert out.startswith("FAIL" if code else "PASS")
     if code:
         assert "I4 at step 2, schedule(): a2 was preempted" in out

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.faults import SubmissionError
+from harness.sandbox import uids
 from harness.sandbox.isolation import PROJECT, Isolated, Limits
 from harness.verdict.verify import verify
 from tests.workloads import EXAMPLES
@@ -50,8 +51,12 @@ def check_hostile(name: str) -> tuple[str, str, float]:
     return str(verdict.violations[0]), verdict.output, time.monotonic() - start
 
 
+# Attacks on classmates and the machine, graded in a class: tests/test_box.py.
+BOX_THREATS = {"kills_everyone", "detaches_a_child", "fork_bomb"}
+
+
 def test_every_hostile_file_has_an_expectation() -> None:
-    assert {p.stem for p in HOSTILE.glob("*.py")} == {*EXPECTED, "import_error"}
+    assert {p.stem for p in HOSTILE.glob("*.py")} == {*EXPECTED, "import_error", *BOX_THREATS}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -94,7 +99,7 @@ def test_nothing_lands_in_the_project() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop happens only as root")
-def test_worker_runs_as_nobody_in_a_fresh_directory(tmp_path: Path) -> None:
+def test_worker_runs_as_a_uid_of_its_own(tmp_path: Path) -> None:
     spy = tmp_path / "p07_scheduler.py"
     spy.write_text(
         "import os\nfrom scheduler import *  # noqa: F403\n"
@@ -106,7 +111,10 @@ def test_worker_runs_as_nobody_in_a_fresh_directory(tmp_path: Path) -> None:
         worker.start()
     assert worker._out is not None
     printed = worker._out.take()
-    assert "uid 65534" in printed and "cwd /tmp/schedcheck-worker-" in printed
+    uid = int(printed.split()[1])
+    assert uids.BASE <= uid < uids.BASE + uids.SPAN, printed
+    assert "cwd /tmp" in printed
+    assert uids.processes_of(uid) == []  # gone, and the uid swept
 
 
 def test_a_dead_worker_is_replaced_for_the_next_workload() -> None:

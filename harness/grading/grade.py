@@ -78,6 +78,7 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
         return result
     except CheckerError as e:  # ours, as `schedcheck check`'s exit 3 (harness/faults.py)
         return {**result, "verdict": "error", "failures": [note(str(e))]}
+    result["isolation"] = worker.isolation  # the level in effect (docs/isolation.md)
     try:
         failing: dict[str, Workload] = {}
         checks["examples"] = "pass"

@@ -61,6 +61,8 @@ def junit(report: Report) -> str:
     suites = ET.Element("testsuites", name="schedcheck grade")
     for entry in report["submissions"]:
         suite = ET.SubElement(suites, "testsuite", name=entry["path"])
+        properties = ET.SubElement(suite, "properties")
+        ET.SubElement(properties, "property", name="isolation", value=entry.get("isolation", ""))
         counts = {"tests": 0, "failures": 0, "skipped": 0, "errors": 0}
         for group in GROUPS:
             state = entry["checks"].get(group, "not run")
@@ -92,8 +94,8 @@ def _group(failure: dict[str, Any]) -> str:
 def summary(report: Report) -> str:
     """The table a teacher reads."""
     lines = [
-        "| submission | verdict | groups passed | first failing check | shrunk size |",
-        "|---|---|---|---|---|",
+        "| submission | verdict | groups passed | first failing check | shrunk size | isolation |",
+        "|---|---|---|---|---|---|",
     ]
     for entry in report["submissions"]:
         checks = entry["checks"]
@@ -105,6 +107,7 @@ def summary(report: Report) -> str:
             if first.get("workload") is not None:
                 size = f"{first['requests']} requests, {first['steps']} steps"
         lines.append(
-            f"| {entry['path']} | {entry['verdict']} | {passed}/{len(GROUPS)} | {what} | {size} |"
+            f"| {entry['path']} | {entry['verdict']} | {passed}/{len(GROUPS)} | {what} | {size} "
+            f"| {entry.get('isolation') or '-'} |"
         )
     return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ class Session(Protocol):
 
 class Implementation(Protocol):
     label: str
+    isolation: str  # the box's level: full, uid, process (docs/isolation.md); none in process
     output: str  # what it printed during the last run ("" when not captured)
 
     def run(self, workload: Workload) -> Trace: ...
@@ -36,6 +37,7 @@ class InProcess:
     """A module run in this very process: only for code we trust."""
 
     output = ""
+    isolation = "none"
 
     def __init__(self, module: ModuleType, label: str = REFERENCE) -> None:
         self.module = module

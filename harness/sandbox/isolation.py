@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
+from harness.sandbox import uids
 from invariants.trace import Failure, State, Step, Trace, Update
 from invariants.workload import Request, Workload
 
@@ -47,6 +48,7 @@ class Limits:
     memory: int = 1 << 30  # bytes of address space (RLIMIT_AS)
     output: int = 4096  # bytes of the submission's output kept for the report
     start_timeout: float = 60.0  # seconds to start, load and contract-check
+    cpu: int = 1800  # CPU seconds a worker may use (a spinning thread left running stops)
 
 
 class _Output:
@@ -100,6 +102,8 @@ class Isolated:
         self.call_started = 0.0  # when the current call began (its heartbeat arrived)
         self.call_cpu: float | None = None  # the worker's CPU seconds at that moment
         self.workdir: str | None = None  # the worker's fresh working directory
+        self.lease: uids.Lease | None = None  # the box's own uid, when started as root
+        self.isolation = ""  # the box's level, once started: full, uid or process
 
     # -- the worker's life ------------------------------------------------------------------
 
@@ -107,13 +111,15 @@ class Isolated:
         """Start a worker; raise SubmissionError if the submission cannot be driven, and
         WorkerError if the worker failed before it even read the submission (ours)."""
         ours, theirs = socket.socketpair()
-        self.workdir = tempfile.mkdtemp(prefix="schedcheck-worker-")
+        copy = self._make_box()
+        assert self.workdir is not None
         env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *sys.path])
         env["PYTHONUNBUFFERED"] = "1"  # a debug print reaches the report, not a buffer
+        uid = "-" if self.lease is None else str(self.lease.uid)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.sandbox.worker", str(theirs.fileno()), self.path,
-             str(self.limits.memory), self.workdir],
+            [sys.executable, "-m", "harness.sandbox.worker", str(theirs.fileno()), copy,
+             str(self.limits.memory), self.workdir, uid, str(self.limits.cpu)],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -131,6 +137,7 @@ class Isolated:
             self.stop()
             what = booted.message if isinstance(booted, Failure) else f"it sent {booted!r}"
             raise WorkerError(f"the worker did not start ({what}), before it read the submission")
+        self.isolation = str(booted.get("isolation", ""))
         self.where = (0, "loading the submission")
         ready = self._receive(self.limits.start_timeout)
         if isinstance(ready, Failure):
@@ -149,19 +156,56 @@ class Isolated:
                 + "\n".join(f"  - {p}" for p in ready["problems"])
             )
 
+    def _make_box(self) -> str:
+        """The box's private folder, holding its own copy of the submission: owned by the
+        box's own uid (lent now, when root), readable by nobody else. Returns the copy."""
+        self.workdir = tempfile.mkdtemp(prefix="schedcheck-worker-")
+        copy = os.path.join(self.workdir, os.path.basename(self.path))
+        shutil.copyfile(self.path, copy)
+        if os.geteuid() == 0:
+            try:
+                self.lease = uids.lease()
+            except OSError as e:
+                raise WorkerError(f"no uid of its own for the box: {e}") from None
+            for path in (self.workdir, copy):
+                os.chown(path, self.lease.uid, self.lease.uid)
+        return copy
+
     def stop(self) -> None:
-        """Kill the worker and everything it started."""
+        """Kill the worker and everything it started, however detached; free its uid."""
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
             if self._out is not None:
                 self._out.thread.join(timeout=5)
+        if self.lease is not None:
+            self.lease.release()  # what left the process group, at the uid level
         if self.conn is not None:
             self.conn.close()
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
-        self.proc = self.conn = self.workdir = None
+        self.proc = self.conn = self.workdir = self.lease = None
+
+    def worker_pid(self) -> int | None:
+        """The pid of the process that runs the submission: in a PID namespace, the
+        grandchild of the process started (it and the namespace's init only wait)."""
+        if self.proc is None:
+            return None
+        pid = self.proc.pid
+        for _ in range(2 if self.isolation == "full" else 0):
+            try:
+                pid = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+            except (OSError, IndexError, ValueError):
+                return None
+        return pid
+
+    def _retire_if_spent(self) -> None:
+        """A worker that used half its CPU-time limit is replaced before the next workload,
+        so that the limit stops a runaway thread and never a long, correct campaign."""
+        pid = self.worker_pid()
+        if pid is not None and _cpu_seconds(pid) > self.limits.cpu / 2:
+            self.stop()
 
     def _ensure(self) -> Connection:
         if self.conn is None:
@@ -215,8 +259,9 @@ class Isolated:
             return False
         if time.monotonic() - self.call_started > STARVED_CAP * self.limits.call_timeout:
             return False
+        pid = self.worker_pid()
         try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             state, ticks = fields[0], int(fields[11]) + int(fields[12])  # utime + stime
         except (OSError, IndexError, ValueError):
             return False
@@ -225,9 +270,8 @@ class Isolated:
 
     def _memory_note(self) -> str:
         """Say so when a hung worker was filling its memory cap: a hog, not a loop."""
-        assert self.proc is not None
         try:
-            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+            status = Path(f"/proc/{self.worker_pid()}/status").read_text()
         except OSError:
             return ""
         for line in status.splitlines():
@@ -248,6 +292,8 @@ class Isolated:
         except subprocess.TimeoutExpired:
             code = None
         self.stop()
+        if code is not None and self.isolation == "full" and code > 128:
+            code = 128 - code  # box.py passes a death by signal n on as 128 + n
         if code is not None and code < 0:
             how = f"was killed by signal {signal.Signals(-code).name}"
         else:
@@ -260,6 +306,7 @@ class Isolated:
 
     def run(self, workload: Workload) -> Trace:
         """Run `workload` in the worker; any hang, death or garbage is the trace's failure."""
+        self._retire_if_spent()
         self._ensure()
         assert self._out is not None
         self._out.take()
@@ -292,6 +339,7 @@ class Isolated:
         return Trace(workload, tuple(steps), failure)
 
     def session(self, workload: Workload) -> RemoteSession:
+        self._retire_if_spent()
         self._ensure()
         return RemoteSession(self, workload)
 
@@ -309,6 +357,15 @@ class Isolated:
             if reply.get("kind") == "internal":
                 self.stop()
                 raise CheckerError(_internal(reply))
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds `pid` has used (all its threads), 0 if it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _internal(message: dict[str, Any]) -> str:

@@ -1,12 +1,12 @@
 """The worker process: loads one untrusted submission and runs workloads in it.
 
 Started by `harness.sandbox.isolation` as
-`python -m harness.sandbox.worker FD PATH MEMORY WORKDIR`. Everything the checker needs is
-imported first; then, when started as root, the worker moves into a fresh
-temporary directory and drops to an unprivileged user (the interpreter lives in root's
-home, which that user cannot read: imports must come before the drop). Only then is the
-submission read, compiled and run. It talks to the parent over the socket FD in JSON:
-plain data only, and the parent decides.
+`python -m harness.sandbox.worker FD PATH MEMORY WORKDIR UID CPU`. Everything the checker
+needs is imported first; the box's own copy of the submission (PATH, in WORKDIR) is read;
+then the worker enters its box (harness/sandbox/box.py: namespaces, the uid UID lent by the
+parent, limits). The interpreter lives in root's home, which the box's uid cannot read:
+imports must come before. Only then is the submission compiled and run. It talks to the
+parent over the socket FD in JSON: plain data only, and the parent decides.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import ctypes
 import importlib
 import json
 import os
-import pwd
 import resource
 import signal
 import sys
@@ -28,6 +27,7 @@ from typing import Any
 from harness.drive.contract import contract_problems
 from harness.drive.driver import Session, describe, run
 from harness.faults import SubmissionFailure
+from harness.sandbox import box
 from invariants.trace import Step
 from invariants.workload import Request, Workload
 
@@ -38,29 +38,17 @@ PRELOAD = (
     "numbers", "operator", "queue", "random", "re", "statistics", "string", "time",
     "tokenize", "traceback", "typing", "uuid", "warnings", "weakref",
 )  # fmt: skip
-UNPRIVILEGED = "nobody"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def drop_privileges(workdir: str) -> None:
-    """Become `nobody` (no groups) if root: the submission can then neither write the
-    project's files nor signal the parent."""
-    if os.geteuid() != 0:
-        return
-    user = pwd.getpwnam(UNPRIVILEGED)
-    os.chown(workdir, user.pw_uid, user.pw_gid)
-    os.setgroups([])
-    os.setgid(user.pw_gid)
-    os.setuid(user.pw_uid)
-
-
-def die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int | None) -> None:
     """Be killed when the parent dies, even in the middle of an endless loop.
 
-    Set after the privilege drop: changing credentials clears the setting.
+    Set after the privilege drop: changing credentials clears the setting. `parent` is
+    None inside a PID namespace, where the parent (outside it) has no pid to compare.
     """
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # it died before the line above
+    if parent is not None and os.getppid() != parent:  # it died before the line above
         os._exit(1)
 
 
@@ -146,18 +134,21 @@ class Worker:
 
 def main(argv: list[str]) -> None:
     fd, path, memory, workdir = int(argv[0]), argv[1], int(argv[2]), argv[3]
+    uid, cpu = (None if argv[4] == "-" else int(argv[4])), int(argv[5])
     conn = Connection(fd)
     for name in PRELOAD:
         importlib.import_module(name)
-    with open(path, "rb") as f:  # read as the parent's user; run as nobody
+    with open(path, "rb") as f:  # the box's own copy, read before the box is entered
         source = f.read()
     parent = os.getppid()
     os.chdir(workdir)
-    drop_privileges(workdir)
-    die_with_parent(parent)
+    level = box.enter(uid, box.BoxLimits(cpu=cpu))
+    if level == "full":
+        os.chdir("/tmp")  # its private /tmp
+    die_with_parent(None if level == "full" else parent)
     limit(memory)
     # Up to here it was all ours: a worker that dies before this line is our fault.
-    conn.send_bytes(json.dumps({"kind": "booted"}).encode())
+    conn.send_bytes(json.dumps({"kind": "booted", "isolation": level}).encode())
     try:
         module = load_submission(path, source)
     except (Exception, SystemExit) as e:

@@ -1,0 +1,108 @@
+"""The box a worker runs a submission in: its own uid, PID, mount and network namespaces.
+
+Entered by the worker itself (harness/sandbox/worker.py), as root, after it imported all it
+needs and before it reads the submission. What it can have depends on the machine, and the
+level says which (docs/isolation.md):
+
+- `full`: root and namespaces. A PID namespace whose init is the worker, so that nothing it
+  started survives it, however detached; an empty network namespace (loopback down: no
+  connection anywhere); a mount namespace with a private /tmp; its own uid, which no
+  account and no other box uses, so it can signal, read or write no other box; a process
+  limit on that uid (a fork bomb fails alone) and a CPU-time limit.
+- `uid`: root without namespaces: the own uid and the limits; the parent kills whatever the
+  uid still runs when the worker ends.
+- `process`: not root: a process of the caller's user, with the limits that need no
+  privilege (memory, file size, CPU time). It can signal and read what that user can.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+from dataclasses import dataclass
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x4000, 1 << 18, 0x2, 0x4
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+LEVELS = ("full", "uid", "process")
+
+
+@dataclass(frozen=True)
+class BoxLimits:
+    """What one box may use, beside the memory cap the worker sets."""
+
+    processes: int = 32  # RLIMIT_NPROC of the box's uid: threads count too
+    cpu: int = 1800  # RLIMIT_CPU seconds: stops threads a submission leaves spinning
+    tmp: int = 16 << 20  # bytes of the private /tmp
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def enter(uid: int | None, limits: BoxLimits) -> str:
+    """Put this process in the best box the machine allows; return its level.
+
+    With namespaces the process forks twice (see `_wait_for`); only the worker returns.
+    """
+    if os.geteuid() != 0 or uid is None:
+        _limit(limits)
+        return "process"
+    level = "uid"
+    try:
+        _check(
+            _libc().unshare(
+                CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
+            ),
+            "unshare",
+        )
+        level = "full"
+    except OSError:
+        pass  # a container without the capability, a kernel without namespaces
+    if level == "full":
+        _wait_for(os.fork())  # the child is init of the new PID namespace
+        _private_tmp(limits.tmp)
+        _wait_for(os.fork())  # its child runs the submission, with ordinary signals
+    os.setgroups([])
+    _limit(limits)
+    os.setgid(uid)
+    os.setuid(uid)
+    return level
+
+
+def _wait_for(child: int) -> None:
+    """In the parent of a fork: only wait for `child` and end as it ends; die with our own
+    parent (PDEATHSIG). In the child (0): return. Three processes result: the one started,
+    outside; init of the PID namespace, which the kernel takes the whole namespace down
+    with; and the worker, pid 2, which the submission's signals reach as usual."""
+    if child == 0:
+        return
+    _check(_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl")
+    _, status = os.waitpid(child, 0)
+    # A death by signal n is passed on as exit status 128 + n, the shell's convention: an
+    # init cannot kill itself with a signal its own namespace sends.
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
+def _private_tmp(size: int) -> None:
+    """A /tmp of its own: what the box writes there, no other box sees, and it is gone
+    with the box. Mounts stop propagating to the host first."""
+    libc = _libc()
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    options = f"size={size},mode=1777".encode()
+    _check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount /tmp")
+
+
+def _limit(limits: BoxLimits) -> None:
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu, limits.cpu + 5))
+    if os.geteuid() == 0:  # per uid: only a uid of its own makes it a limit of this box
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
