@@ -67,26 +67,62 @@ def test_killing_every_process_it_can_harms_no_classmate(tmp_path: Path) -> None
 
 @ROOT_ONLY
 def test_a_fork_bomb_fails_alone(tmp_path: Path) -> None:
-    graded = grade_class(tmp_path / "class", tmp_path / "out", HOSTILE / "fork_bomb.py")
-    assert graded["fork_bomb"]["verdict"] == "fail"
+    bomb = renamed(HOSTILE / "fork_bomb.py", tmp_path / "src", "fork_bomb_graded")
+    graded = grade_class(tmp_path / "class", tmp_path / "out", bomb)
+    assert graded["fork_bomb_graded"]["verdict"] == "fail"
+    assert "the fork bomb was stopped" in json.dumps(graded["fork_bomb_graded"]["failures"])
     assert all(graded[name]["verdict"] == "pass" for name in CLASSMATES)
-    assert processes_running("fork_bomb.py") == []
+    assert processes_running("fork_bomb_graded.py") == []
+
+
+def renamed(source: Path, folder: Path, name: str) -> Path:
+    """A copy of `source` named `name`.py: the name marks its processes (tests run at once)."""
+    folder.mkdir(exist_ok=True)
+    return Path(shutil.copy(source, folder / f"{name}.py"))
+
+
+def wait_for_the_child(worker: Isolated) -> str:
+    """What the worker printed, once its detached grandchild said it runs (on a busy
+    machine that can take a while after the import returned)."""
+    assert worker._out is not None
+    printed = ""
+    deadline = time.monotonic() + 30
+    while "detached child running" not in printed and time.monotonic() < deadline:
+        printed += worker._out.take()
+        time.sleep(0.05)
+    return printed
 
 
 @ROOT_ONLY
 def test_a_detached_child_dies_with_its_box(tmp_path: Path) -> None:
-    marker = tmp_path / "class"
-    graded = grade_class(marker, tmp_path / "out", HOSTILE / "detaches_a_child.py")
-    assert graded["detaches_a_child"]["verdict"] == "pass"
-    assert processes_running("detaches_a_child.py") == []  # after grade returned
-    worker = Isolated(HOSTILE / "detaches_a_child.py", Limits())
+    copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path / "src", "detacher_graded")
+    graded = grade_class(tmp_path / "class", tmp_path / "out", copy)
+    assert graded["detacher_graded"]["verdict"] == "pass"
+    assert processes_running("detacher_graded.py") == []  # after grade returned
+    copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path / "src", "detacher_checked")
+    worker = Isolated(copy, Limits())
     worker.start()
-    deadline = time.monotonic() + 10  # the grandchild comes a moment after the import
-    while len(processes_running("detaches_a_child.py")) < 4 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(processes_running("detaches_a_child.py")) >= 4  # outer, init, worker, child
+    assert "detached child running" in wait_for_the_child(worker)
+    assert len(processes_running("detacher_checked.py")) == 4  # outer, init, worker, child
     worker.stop()
-    assert processes_running("detaches_a_child.py") == []  # after stop() returned
+    assert processes_running("detacher_checked.py") == []  # after stop() returned
+
+
+@ROOT_ONLY
+def test_without_namespaces_the_uid_is_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `uid` level (a container without namespaces): nothing kills a detached child
+    when the worker ends but the sweep of the box's uid."""
+    monkeypatch.setenv("SCHEDCHECK_NO_NAMESPACES", "1")
+    copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path, "detacher_uid_level")
+    worker = Isolated(copy, Limits())
+    worker.start()
+    assert worker.isolation == "uid"
+    assert "detached child running" in wait_for_the_child(worker)
+    assert len(processes_running("detacher_uid_level.py")) == 2  # the worker and its child
+    worker.stop()
+    assert processes_running("detacher_uid_level.py") == []
 
 
 def _box(source: str, folder: Path, name: str) -> Isolated:

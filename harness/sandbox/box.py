@@ -49,8 +49,9 @@ def _check(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def enter(uid: int | None, limits: BoxLimits) -> str:
-    """Put this process in the best box the machine allows; return its level.
+def enter(uid: int | None, limits: BoxLimits, namespaces: bool = True) -> str:
+    """Put this process in the best box the machine allows; return its level. Without
+    `namespaces` (SCHEDCHECK_NO_NAMESPACES, to test or to debug) it is `uid` at best.
 
     With namespaces the process forks twice (see `_wait_for`); only the worker returns.
     """
@@ -59,6 +60,8 @@ def enter(uid: int | None, limits: BoxLimits) -> str:
         return "process"
     level = "uid"
     try:
+        if not namespaces:
+            raise OSError("namespaces turned off")
         _check(
             _libc().unshare(
                 CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS

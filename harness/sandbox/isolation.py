@@ -35,7 +35,8 @@ PROJECT = Path(__file__).resolve().parents[2]
 # All a worker inherits of the checker's environment: the submission must not read its
 # secrets (SCHEDCHECK_REDIS_URL may carry a password, CI runners hold tokens). The last
 # two are for interpreters that need them to start (a shared libpython outside /usr).
-_PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONHOME")
+_PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONHOME",
+              "SCHEDCHECK_NO_NAMESPACES")  # fmt: skip
 
 
 # How many call timeouts of wall time a call that is only starved of CPU may take at most.

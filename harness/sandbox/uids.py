@@ -18,6 +18,7 @@ import random
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 
 BASE, SPAN = 1_900_000_000, 1 << 20  # far above any account's uid
@@ -68,30 +69,31 @@ def lease(tries: int = 64) -> Lease:
 
 
 def processes_of(uid: int) -> list[int]:
-    """The pids whose real uid is `uid`."""
+    """The live pids whose real uid is `uid` (a zombie is dead already: not listed)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError, IndexError, ValueError):
-            for line in (entry / "status").read_text().splitlines():
-                if line.startswith("Uid:"):
-                    if int(line.split()[1]) == uid:
-                        found.append(int(entry.name))
-                    break
+            fields = dict(
+                line.split(":", 1) for line in (entry / "status").read_text().splitlines()
+            )
+            if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+                found.append(int(entry.name))
     return found
 
 
 def sweep(uid: int) -> None:
     """Kill every process of `uid` (again, while a fork bomb still forks), then remove its
     files at the top of /tmp."""
-    for _ in range(100):
+    for _ in range(200):  # a SIGKILLed process takes a moment to die: up to about 2 s
         pids = processes_of(uid)
         if not pids:
             break
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
     tmp = Path(tempfile.gettempdir())
     with contextlib.suppress(OSError):
         for entry in tmp.iterdir():

@@ -135,6 +135,7 @@ class Worker:
 def main(argv: list[str]) -> None:
     fd, path, memory, workdir = int(argv[0]), argv[1], int(argv[2]), argv[3]
     uid, cpu = (None if argv[4] == "-" else int(argv[4])), int(argv[5])
+    namespaces = not os.environ.get("SCHEDCHECK_NO_NAMESPACES")
     conn = Connection(fd)
     for name in PRELOAD:
         importlib.import_module(name)
@@ -142,7 +143,7 @@ def main(argv: list[str]) -> None:
         source = f.read()
     parent = os.getppid()
     os.chdir(workdir)
-    level = box.enter(uid, box.BoxLimits(cpu=cpu))
+    level = box.enter(uid, box.BoxLimits(cpu=cpu), namespaces)
     if level == "full":
         os.chdir("/tmp")  # its private /tmp
     die_with_parent(None if level == "full" else parent)

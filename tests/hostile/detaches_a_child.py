@@ -14,5 +14,6 @@ __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
+        print("detached child running", flush=True)
         time.sleep(600)
     os._exit(0)
