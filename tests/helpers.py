@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import subprocess
 import sys
@@ -25,6 +26,12 @@ from invariants.workload import Workload
 from strategies.examples import SPEC_MODEL
 
 ROOT = Path(__file__).parent.parent
+
+
+def rotation_day() -> int:
+    """Which share of a costly self-check the default run takes: today's, so that the
+    shares rotate day by day; SCHEDCHECK_ROTATION=N reproduces the run of day N."""
+    return int(os.environ.get("SCHEDCHECK_ROTATION") or datetime.date.today().toordinal())
 
 
 def run_pytest(

@@ -14,7 +14,6 @@ which `.ci/run` does in a step of its own.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import re
@@ -25,17 +24,14 @@ import pytest
 
 from harness import faults
 from harness.cli import main
-from harness.sandbox.isolation import Limits
-from harness.search import fuzz
-from tests.helpers import ROOT, run_pytest
+from tests.helpers import ROOT, rotation_day, run_pytest
 
 EQUIVALENTS = ROOT / "tests" / "equivalents"
 RENAMED = "reference_renamed"
 SUBJECTS = [RENAMED, *sorted(p.stem for p in EQUIVALENTS.glob("*.py"))]
 # Which equivalent the default run gives the costly modes, beside the renamed reference:
 # another every day. SCHEDCHECK_ROTATION=N picks the N-th instead (to reproduce a day's run).
-_DAY = int(os.environ.get("SCHEDCHECK_ROTATION") or datetime.date.today().toordinal())
-TODAY = SUBJECTS[1:][_DAY % (len(SUBJECTS) - 1)]
+TODAY = SUBJECTS[1:][rotation_day() % (len(SUBJECTS) - 1)]
 ROTATING = {RENAMED, TODAY}
 
 
@@ -44,8 +40,9 @@ def _param(*values: str, default_run: bool) -> object:
 
 
 COSTLY = [_param(name, default_run=name in ROTATING) for name in SUBJECTS]
-# Both spellings on every subject under -m costly; one each in the default run.
-STYLES = {"--impl PATH": RENAMED, "--impl=PATH -n 2": TODAY}
+# Every spelling on every subject under -m costly; two in the default run. RELPATH is the
+# path relative to the checkout (it starts with ../), the others are absolute.
+STYLES = {"--impl PATH": RENAMED, "--impl=PATH -n 2": TODAY, "--impl RELPATH": ""}
 COSTLY_STYLES = [
     _param(name, style, default_run=STYLES[style] == name) for name in SUBJECTS for style in STYLES
 ]
@@ -157,7 +154,7 @@ def test_pytest_impl_with_an_absolute_path_outside_the_checkout(
     """From the checkout, no test path given: pytest must read PATH as --impl's value."""
     path = str(subjects[name].resolve())
     assert not path.startswith(str(ROOT.resolve()))
-    args = style.replace("PATH", path).split()
+    args = style.replace("RELPATH", os.path.relpath(path, ROOT)).replace("PATH", path).split()
     selected = "test_lockstep or test_worked_example"  # the property that needs --impl most
     done = run_pytest(*args, "-k", selected, env={"CI": "true"})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -166,9 +163,9 @@ def test_pytest_impl_with_an_absolute_path_outside_the_checkout(
 
 @pytest.mark.parametrize("name", COSTLY)
 def test_a_fuzz_campaign_finds_nothing(
-    name: str, subjects: dict[str, Path], tmp_path: Path
+    name: str, subjects: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines: list[str] = []
-    found = fuzz.campaign(subjects[name], 3.0, tmp_path, Limits(), lines.append, seed=0)
-    assert found == 0, lines
-    assert list(tmp_path.glob("*.json")) == []
+    code = main(["fuzz", str(subjects[name]), "--minutes", "0.05", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == faults.PASS, out
+    assert out.rstrip().endswith("0 failures") and list(tmp_path.glob("*.json")) == []

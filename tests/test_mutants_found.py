@@ -11,8 +11,6 @@ and do not depend on `--impl`.
 
 from __future__ import annotations
 
-import datetime
-import os
 import re
 from pathlib import Path
 
@@ -24,17 +22,16 @@ from harness import faults
 from harness.cli import main
 from harness.sandbox.isolation import Limits
 from harness.search.hunt import SEARCH, hunt
-from tests.helpers import ROOT
+from tests.helpers import ROOT, rotation_day
 
 MUTANTS = ROOT / "tests" / "mutants"
 NAMES = sorted(p.stem for p in MUTANTS.glob("*.py"))
 CHECK_IDS = {"C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1", "D1", "R1"}
 # What only the checker's own faults print: none of it may appear in a mutant's FAIL.
 OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself failed")
-_DAY = int(os.environ.get("SCHEDCHECK_ROTATION") or datetime.date.today().toordinal())
 # A hang costs a call timeout per shrinking step (35 s): only in the costly run.
 _QUICK = [name for name in NAMES if name != "infinite_loop_full_house"]
-ROTATING = {_QUICK[(3 * _DAY + k) % len(_QUICK)] for k in range(3)}
+ROTATING = {_QUICK[(3 * rotation_day() + k) % len(_QUICK)] for k in range(3)}
 
 
 def expected_checks(path: Path) -> set[str]:
