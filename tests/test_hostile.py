@@ -36,6 +36,7 @@ EXPECTED = {
     "patch_checker": "",  # anything: the point is that it fails
     "writes_files": "",
     "reads_secrets": "raised RuntimeError: stolen: None",
+    "spins_a_thread": "left 1 thread(s) running after the run ended",
 }
 
 

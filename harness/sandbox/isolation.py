@@ -201,6 +201,25 @@ class Isolated:
                 return None
         return pid
 
+    def _threads_left(self, step: int) -> Failure | None:
+        """The spec's scheduler is single-threaded: a thread still running once a run has
+        ended works behind the checker's back (and burns CPU no call is charged for).
+        Counted by the kernel (/proc), so the submission cannot hide it."""
+        try:
+            status = Path(f"/proc/{self.worker_pid()}/status").read_text()
+            threads = int(
+                next(ln for ln in status.splitlines() if ln.startswith("Threads:")).split()[1]
+            )
+        except (OSError, StopIteration, IndexError, ValueError):
+            return None
+        if threads <= 1:
+            return None
+        self.stop()  # the next workload gets a fresh worker, without the thread
+        return Failure(
+            step, "end of run", f"the submission left {threads - 1} thread(s) running after the "
+            "run ended: the scheduler is a single-threaded state machine (spec)"
+        )  # fmt: skip
+
     def _retire_if_spent(self) -> None:
         """A worker that used half its CPU-time limit is replaced before the next workload,
         so that the limit stops a runaway thread and never a long, correct campaign."""
@@ -331,6 +350,7 @@ class Isolated:
                     steps += [Step.from_dict(step) for step in message["rest"]]
                     if message["failure"] is not None:
                         failure = Failure(**message["failure"])
+                    failure = failure or self._threads_left(len(steps))
                     break
             except (KeyError, TypeError, ValueError):
                 self.stop()
