@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from pathlib import Path
 
 from harness.drive.loader import load_impl
 from harness.sandbox.impl import Implementation, InProcess
@@ -18,8 +17,9 @@ from harness.sandbox.isolation import Isolated
 from harness.verdict.verify import verify
 from invariants.workload import Workload
 from strategies.workloads import fixed_sample
+from tests.catalogue import reference_file
 
-SUBMISSION = Path(__file__).resolve().parent.parent / "scheduler" / "__init__.py"
+SUBMISSION = reference_file()  # the reference as one standalone file, as a box loads it
 COUNT = 300
 
 

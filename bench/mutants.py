@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.search.hunt import hunt
 from invariants.regression import Regression
+from tests.catalogue import standalone
 
 MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"
 
@@ -27,7 +28,7 @@ def main(argv: list[str]) -> None:
     small = 0
     for mutant in mutants:
         path = MUTANTS / f"{mutant}.py"
-        caught = hunt(path)
+        caught = hunt(standalone(path))
         bug = path.read_text().split('"""')[1].splitlines()[0].removeprefix("Bug: ")
         small += caught.requests <= 3 and caught.steps <= 8
         print(f"| `{mutant}` | {bug} | {caught.check} | {caught.requests} | {caught.steps} |")

@@ -35,6 +35,7 @@ from harness.verdict.verify import verify
 from invariants.workload import Workload
 from strategies.exhaustive import SCOPES
 from strategies.workloads import any_workloads, fixed_sample
+from tests.catalogue import standalone
 
 ROOT = Path(__file__).resolve().parent.parent
 ANALYSIS = """
@@ -122,7 +123,7 @@ def first_failure(worker: Isolated, seed_: int) -> tuple[float, float]:
 
 def examples_until_caught(path: Path, seeds: int) -> tuple[float, float]:
     """Median over seeds of (examples generated until the mutant fails, seconds)."""
-    worker = Isolated(path, Limits(call_timeout=0.5))
+    worker = Isolated(standalone(path), Limits(call_timeout=0.5))
     try:
         results = [first_failure(worker, s) for s in range(seeds)]
     finally:

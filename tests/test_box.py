@@ -19,6 +19,7 @@ from harness.cli import main
 from harness.sandbox import uids
 from harness.sandbox.isolation import Isolated, Limits
 from harness.verdict.verify import verify
+from tests.catalogue import inline_reference, standalone
 from tests.helpers import ROOT
 from tests.workloads import EXAMPLES
 
@@ -57,7 +58,8 @@ def processes_running(marker: str) -> list[int]:
 
 @ROOT_ONLY
 def test_killing_every_process_it_can_harms_no_classmate(tmp_path: Path) -> None:
-    graded = grade_class(tmp_path / "class", tmp_path / "out", HOSTILE / "kills_everyone.py")
+    killer = standalone(HOSTILE / "kills_everyone.py")
+    graded = grade_class(tmp_path / "class", tmp_path / "out", killer)
     assert {name: e["verdict"] for name, e in graded.items()} == {
         "kills_everyone": "pass",
         **dict.fromkeys(CLASSMATES, "pass"),
@@ -76,9 +78,12 @@ def test_a_fork_bomb_fails_alone(tmp_path: Path) -> None:
 
 
 def renamed(source: Path, folder: Path, name: str) -> Path:
-    """A copy of `source` named `name`.py: the name marks its processes (tests run at once)."""
+    """A standalone copy of `source` named `name`.py: the name marks its processes (the
+    tests run at once)."""
     folder.mkdir(exist_ok=True)
-    return Path(shutil.copy(source, folder / f"{name}.py"))
+    copy = folder / f"{name}.py"
+    copy.write_text(inline_reference(source.read_text()))
+    return copy
 
 
 def wait_for_the_child(worker: Isolated) -> str:
@@ -127,7 +132,7 @@ def test_without_namespaces_the_uid_is_swept(
 
 def _box(source: str, folder: Path, name: str) -> Isolated:
     path = folder / f"{name}.py"
-    path.write_text(textwrap.dedent(source) + CORRECT)
+    path.write_text(inline_reference(textwrap.dedent(source) + CORRECT))
     worker = Isolated(path, Limits())
     worker.start()
     return worker

@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.catalogue import standalone
 from tests.helpers import ROOT
 from tests.workloads import EXAMPLES
 
-MUTANT = str(ROOT / "tests" / "mutants" / "bt_output_cleared_on_preemption.py")
-REFERENCE_FILE = str(ROOT / "scheduler" / "__init__.py")
+MUTANT = str(standalone(ROOT / "tests" / "mutants" / "bt_output_cleared_on_preemption.py"))
+# The reference as a submission: one file, as a box can load it.
+REFERENCE_FILE = str(standalone(ROOT / "tests" / "equivalents" / "one_pass.py"))
 
 
 def test_help_prints_usage_and_succeeds(capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,6 +24,7 @@ import pytest
 
 from harness import faults
 from harness.cli import main
+from tests.catalogue import reference_source
 from tests.helpers import ROOT, rotation_day, run_pytest
 
 EQUIVALENTS = ROOT / "tests" / "equivalents"
@@ -51,17 +52,9 @@ OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself f
 
 
 def reference_as_one_file(folder: Path) -> Path:
-    """The reference (scheduler/sequence.py + scheduler/scheduler.py) as one standalone
-    module, the way a student's file looks: it imports nothing from schedcheck."""
-    parts = [(ROOT / "scheduler" / name).read_text() for name in ("sequence.py", "scheduler.py")]
-    body = "\n".join(
-        line
-        for part in parts
-        for line in part.splitlines()
-        if not line.startswith(("from __future__", "from scheduler"))
-    )
+    """The reference as one standalone module, the way a student's file looks."""
     path = folder / "p07_scheduler.py"
-    path.write_text(f"from __future__ import annotations\n{body}\n")
+    path.write_text(reference_source())
     return path
 
 

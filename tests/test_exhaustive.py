@@ -12,6 +12,7 @@ from harness.sandbox.impl import Implementation, InProcess, reference
 from harness.sandbox.isolation import Isolated, Limits
 from harness.search.exhaustive import scan_chunk
 from strategies.exhaustive import SCOPES, enumerate_scope
+from tests.catalogue import standalone
 from tests.helpers import ROOT
 
 CHUNKS = 8
@@ -55,7 +56,7 @@ def test_small_scope_catches_the_mutant(mutant: str) -> None:
     # In process for speed (these are our own files); isolated where the bug is a hang.
     impl: Implementation
     if mutant in HANGS:
-        impl = Isolated(path, Limits(call_timeout=0.5))
+        impl = Isolated(standalone(path), Limits(call_timeout=0.5))
     else:
         impl = InProcess(load_impl(path), str(path))
     try:

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests.catalogue import standalone
 from tests.helpers import ROOT
 
 CLASS = {  # student -> (file, expected verdict)
-    "alice": (ROOT / "scheduler" / "__init__.py", "pass"),
+    "alice": (ROOT / "tests" / "equivalents" / "one_pass.py", "pass"),
     "bob": (ROOT / "tests" / "mutants" / "bt_phase2_continue.py", "fail"),
     "carol": (ROOT / "tests" / "mutants" / "eos_zero_ignored.py", "fail"),
     "dave": (ROOT / "tests" / "hostile" / "os_exit.py", "fail"),
@@ -31,7 +32,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = root / "class"
     for student, (source, _) in CLASS.items():
         (folder / student).mkdir(parents=True)
-        shutil.copy(source, folder / student / "p07_scheduler.py")
+        shutil.copy(standalone(source), folder / student / "p07_scheduler.py")
     whole, merged = root / "whole", root / "merged"
     assert main(["grade", str(folder), "--out", str(whole), *FLAGS]) == 0
     shards = [root / "shard1", root / "shard2"]

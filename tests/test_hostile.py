@@ -15,9 +15,17 @@ from harness.faults import SubmissionError
 from harness.sandbox import uids
 from harness.sandbox.isolation import PROJECT, Isolated, Limits
 from harness.verdict.verify import verify
+from tests.catalogue import standalone
 from tests.workloads import EXAMPLES
 
 HOSTILE = Path(__file__).parent / "hostile"
+
+
+def hostile(name: str) -> Path:
+    """The hostile file `name`, standalone as a box loads it (tests/catalogue.py)."""
+    return standalone(HOSTILE / f"{name}.py")
+
+
 FAST = Limits(call_timeout=1.0, memory=256 << 20)
 WORKLOAD = EXAMPLES["example2"]  # two requests, a preemption, four steps
 
@@ -42,7 +50,7 @@ EXPECTED = {
 
 def check_hostile(name: str) -> tuple[str, str, float]:
     """(first violation, captured output, seconds) of one hostile file on WORKLOAD."""
-    worker = Isolated(HOSTILE / f"{name}.py", FAST)
+    worker = Isolated(hostile(name), FAST)
     start = time.monotonic()
     try:
         verdict = verify(worker, WORKLOAD)
@@ -103,7 +111,7 @@ def test_nothing_lands_in_the_project() -> None:
 def test_worker_runs_as_a_uid_of_its_own(tmp_path: Path) -> None:
     spy = tmp_path / "p07_scheduler.py"
     spy.write_text(
-        "import os\nfrom scheduler import *  # noqa: F403\n"
+        "import os\n"
         "print('uid', os.getuid(), 'cwd', os.getcwd(), flush=True)\n"
         "raise SystemExit('stop here')\n"
     )
@@ -119,7 +127,7 @@ def test_worker_runs_as_a_uid_of_its_own(tmp_path: Path) -> None:
 
 
 def test_a_dead_worker_is_replaced_for_the_next_workload() -> None:
-    worker = Isolated(HOSTILE / "os_exit.py", FAST)
+    worker = Isolated(hostile("os_exit"), FAST)
     try:
         first = worker.run(WORKLOAD)
         second = worker.run(WORKLOAD)
@@ -133,13 +141,13 @@ def test_a_dead_worker_is_replaced_for_the_next_workload() -> None:
 def test_schedcheck_check_exits_1(name: str) -> None:
     start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "check", str(HOSTILE / f"{name}.py"),
+        [sys.executable, "-m", "harness.cli", "check", str(hostile(name)),
          "--call-timeout=1", "-n", "1"],
         cwd=PROJECT, capture_output=True, text=True, timeout=120,
         env={**os.environ, "CI": "true"},
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"FAIL {HOSTILE / name}.py" in done.stdout
+    assert f"FAIL {hostile(name)}" in done.stdout
     assert time.monotonic() - start < 60
 
 
@@ -150,7 +158,7 @@ def test_a_hung_worker_dies_with_its_parent() -> None:
         "import json, sys, time\n"
         "from harness.sandbox.isolation import Isolated\n"
         "from tests.workloads import EXAMPLES\n"
-        f"worker = Isolated({str(HOSTILE / 'infinite_loop.py')!r})\n"
+        f"worker = Isolated({str(hostile('infinite_loop'))!r})\n"
         "worker.start()\n"
         "print(worker.proc.pid, flush=True)\n"
         "worker._send(op='run', workload=json.loads(EXAMPLES['example2'].to_json()))\n"

@@ -12,6 +12,7 @@ from harness.verdict.html import render
 from harness.verdict.verify import verify
 from invariants.workload import Config, Request, Workload
 from strategies.examples import EXAMPLES
+from tests.catalogue import standalone
 from tests.helpers import ROOT
 
 VOID = {"meta", "br", "rect", "line", "circle", "path", "link", "img"}
@@ -83,6 +84,6 @@ def test_check_html_option_writes_the_page(tmp_path: Path) -> None:
     saved = tmp_path / "example2.json"
     saved.write_text(EXAMPLES["example2"].to_json())
     out = tmp_path / "trace.html"
-    mutant = str(ROOT / "tests" / "mutants" / "bt_output_cleared_on_preemption.py")
+    mutant = str(standalone(ROOT / "tests" / "mutants" / "bt_output_cleared_on_preemption.py"))
     assert main(["check", mutant, "--replay", str(saved), "--html", str(out)]) == 1
     assert Page(out.read_text()).stack == []

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.helpers import run_pytest
+from tests.catalogue import standalone
+from tests.helpers import ROOT, run_pytest
 
-MUTANT = "tests/mutants/eos_zero_ignored.py"
+MUTANT = str(standalone(ROOT / "tests" / "mutants" / "eos_zero_ignored.py"))
 PROPERTY = "tests/test_properties.py::test_invariants_hold_at_every_step"
 
 

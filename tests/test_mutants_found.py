@@ -22,6 +22,7 @@ from harness import faults
 from harness.cli import main
 from harness.sandbox.isolation import Limits
 from harness.search.hunt import SEARCH, hunt
+from tests.catalogue import standalone
 from tests.helpers import ROOT, rotation_day
 
 MUTANTS = ROOT / "tests" / "mutants"
@@ -55,7 +56,7 @@ HANGS = {"infinite_loop_full_house": Limits(call_timeout=0.25)}
 @pytest.mark.parametrize("mutant", NAMES)
 def test_mutant_is_caught_by_the_check_it_names(mutant: str) -> None:
     path = MUTANTS / f"{mutant}.py"
-    caught = hunt(path, HANGS.get(mutant))
+    caught = hunt(standalone(path), HANGS.get(mutant))
     assert caught.check in expected_checks(path), caught.verdict.report()
     assert caught.requests <= 4, caught.verdict.report()
 
@@ -78,7 +79,7 @@ def test_schedcheck_check_fails_it_naming_the_check(
     mutant: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
     path = MUTANTS / f"{mutant}.py"
-    code = main(["check", str(path), "-n", "0", "--call-timeout", "1"])
+    code = main(["check", str(standalone(path)), "-n", "0", "--call-timeout", "1"])
     out, err = capfd.readouterr()
     assert code == faults.FAIL, out + err
     named = re.search(r"^FAIL .*?: ([A-Z]\d(?:, [A-Z]\d)*) \(see above\)", out, re.M)

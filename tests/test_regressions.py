@@ -11,6 +11,7 @@ from harness.sandbox.isolation import Isolated, Limits
 from harness.verdict.verify import verify
 from invariants.checks import check_trace
 from invariants.regression import Regression
+from tests.catalogue import standalone
 from tests.helpers import reference_trace
 
 ROOT = Path(__file__).parent
@@ -32,7 +33,7 @@ def test_every_regression_says_what_it_caught(path: Path) -> None:
 def test_regression_still_catches_its_mutant(path: Path) -> None:
     regression = Regression.from_json(path.read_text())
     mutant = ROOT / "mutants" / f"{path.stem}.py"
-    worker = Isolated(mutant, Limits(call_timeout=0.5))
+    worker = Isolated(standalone(mutant), Limits(call_timeout=0.5))
     try:
         verdict = verify(worker, regression.workload)
     finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 
 # What a remote worker must hold: the project at the same commit (docs/scale.md).
@@ -68,8 +69,11 @@ def test_the_suite_runs_on_two_gateways_from_their_checkout(checkout: Path) -> N
 
 def test_a_submission_fails_there_naming_the_check(checkout: Path) -> None:
     # `--impl=PATH` in one word: xdist rewrites a path argument it finds on the controller
-    # relative to what it ships, and refuses one outside it. The path is relative, so each
-    # worker finds the submission in its own checkout.
-    out = over_two_gateways(checkout, "--impl=tests/mutants/bt_preempted_to_tail.py")
+    # relative to what it ships, and refuses one outside it. On real remote machines the
+    # path is relative, so each worker finds the submission in its own checkout; these
+    # gateways share this machine, so the mutant's standalone copy (a box cannot import
+    # the reference it is written against, tests/catalogue.py) serves them all.
+    mutant = standalone(ROOT / "tests" / "mutants" / "bt_preempted_to_tail.py")
+    out = over_two_gateways(checkout, f"--impl={mutant}")
     assert out.startswith("exit 1"), out
     assert "I5 at step" in out, out

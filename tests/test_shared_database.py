@@ -28,9 +28,10 @@ from hypothesis.database import (
 
 from harness.drive.loader import REFERENCE
 from harness.search import profiles
+from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 
-MUTANT = ROOT / "tests/mutants/max_tokens_off_by_one.py"
+MUTANT = standalone(ROOT / "tests/mutants/max_tokens_off_by_one.py")
 STATEFUL = str(ROOT / "tests/test_state_machine.py")  # the one property with no corpus
 OBSERVE = {
     # Hypothesis's record of every test case it ran, and how each was generated.

@@ -4,13 +4,14 @@ Entered by the worker itself (harness/sandbox/worker.py), as root, after it impo
 needs and before it reads the submission. What it can have depends on the machine, and the
 level says which (docs/isolation.md):
 
-- `full`: root and namespaces. A PID namespace whose init is the worker, so that nothing it
-  started survives it, however detached; an empty network namespace (loopback down: no
-  connection anywhere); a mount namespace with a private /tmp; its own uid, which no
-  account and no other box uses, so it can signal, read or write no other box; a process
-  limit on that uid (a fork bomb fails alone) and a CPU-time limit.
-- `uid`: root without namespaces: the own uid and the limits; the parent kills whatever the
-  uid still runs when the worker ends.
+- `full`: root and namespaces. A PID namespace whose init ends with the worker, so that
+  nothing it started survives it, however detached; an empty network namespace (loopback
+  down: no connection anywhere); a mount namespace and a root of its own (a tmpfs holding
+  an empty /tmp: no file of the machine's is in view); its own uid, which no account and no
+  other box uses, so it can signal, read or write no other box; a process limit on that
+  uid (a fork bomb fails alone) and a CPU-time limit.
+- `uid`: root without namespaces: the own uid, a root of its own (a folder, chroot) and the
+  limits; the parent kills whatever the uid still runs when the worker ends.
 - `process`: not root: a process of the caller's user, with the limits that need no
   privilege (memory, file size, CPU time). It can signal and read what that user can.
 """
@@ -49,7 +50,7 @@ def _check(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def enter(uid: int | None, limits: BoxLimits, namespaces: bool = True) -> str:
+def enter(uid: int | None, workdir: str, limits: BoxLimits, namespaces: bool = True) -> str:
     """Put this process in the best box the machine allows; return its level. Without
     `namespaces` (SCHEDCHECK_NO_NAMESPACES, to test or to debug) it is `uid` at best.
 
@@ -73,7 +74,8 @@ def enter(uid: int | None, limits: BoxLimits, namespaces: bool = True) -> str:
         pass  # a container without the capability, a kernel without namespaces
     if level == "full":
         _wait_for(os.fork())  # the child is init of the new PID namespace
-        _private_tmp(limits.tmp)
+    _own_root(workdir, level == "full", limits.tmp)
+    if level == "full":
         _wait_for(os.fork())  # its child runs the submission, with ordinary signals
     os.setgroups([])
     _limit(limits)
@@ -96,13 +98,26 @@ def _wait_for(child: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
-def _private_tmp(size: int) -> None:
-    """A /tmp of its own: what the box writes there, no other box sees, and it is gone
-    with the box. Mounts stop propagating to the host first."""
-    libc = _libc()
-    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
-    options = f"size={size},mode=1777".encode()
-    _check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount /tmp")
+def _own_root(workdir: str, mount: bool, size: int) -> None:
+    """A root of its own, holding nothing but an empty /tmp: the box sees no file of the
+    machine's (no submission folder, no classmate, no grader's checkout), and what it
+    writes, no other box sees; it is gone with the box. With a mount namespace the root is
+    a tmpfs of `size` bytes (mounts stop propagating to the host first); without one, a
+    folder in `workdir`, which the parent removes. The worker imported all it needs before
+    (and the submission's source is in memory)."""
+    root = os.path.join(workdir, "root")
+    os.mkdir(root, 0o755)
+    if mount:
+        libc = _libc()
+        _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+        options = f"size={size},mode=755".encode()
+        _check(libc.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options),
+               "mount the box's root")  # fmt: skip
+    tmp = os.path.join(root, "tmp")
+    os.mkdir(tmp)
+    os.chmod(tmp, 0o1777)
+    os.chroot(root)
+    os.chdir("/tmp")
 
 
 def _limit(limits: BoxLimits) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import json
+import linecache
 import os
 import resource
 import signal
@@ -141,11 +142,12 @@ def main(argv: list[str]) -> None:
         importlib.import_module(name)
     with open(path, "rb") as f:  # the box's own copy, read before the box is entered
         source = f.read()
+    # Tracebacks quote the submission's lines from here: its file is out of the box's view.
+    lines = source.decode(errors="replace").splitlines(keepends=True)
+    linecache.cache[path] = (len(source), None, lines, path)
     parent = os.getppid()
     os.chdir(workdir)
-    level = box.enter(uid, box.BoxLimits(cpu=cpu), namespaces)
-    if level == "full":
-        os.chdir("/tmp")  # its private /tmp
+    level = box.enter(uid, workdir, box.BoxLimits(cpu=cpu), namespaces)
     die_with_parent(None if level == "full" else parent)
     limit(memory)
     # Up to here it was all ours: a worker that dies before this line is our fault.
