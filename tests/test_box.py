@@ -227,3 +227,27 @@ def test_box_uids_are_held_one_at_a_time() -> None:
     finally:
         first.release()
         second.release()
+
+
+@ROOT_ONLY
+def test_the_graders_files_are_out_of_view(tmp_path: Path) -> None:
+    """Neither the checkout (the reference, the course's solution) nor the submission's
+    own folder, nor any home: only an empty /tmp."""
+    reference = ROOT / "scheduler" / "scheduler.py"
+    worker = _box(
+        f"""
+        import os
+        for path in ({str(reference)!r}, {str(tmp_path)!r}, "/root", "/home", "/etc/passwd"):
+            print(path, "seen" if os.path.exists(path) else "hidden")
+        print("root holds", sorted(os.listdir("/")), "and /tmp", os.listdir("/tmp"))
+        """,
+        tmp_path,
+        "looks_around",
+    )
+    try:
+        assert worker._out is not None
+        printed = worker._out.take()
+    finally:
+        worker.stop()
+    assert "seen" not in printed and printed.count("hidden") == 5, printed
+    assert "root holds ['tmp'] and /tmp []" in printed, printed
