@@ -105,6 +105,8 @@ def test_a_detached_child_dies_with_its_box(tmp_path: Path) -> None:
     assert graded["detacher_graded"]["verdict"] == "pass"
     assert processes_running("detacher_graded.py") == []  # after grade returned
     copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path / "src", "detacher_checked")
+    assert main(["check", str(copy), "--replay", str(ROOT / "tests" / "regressions")]) == 0
+    assert processes_running("detacher_checked.py") == []  # after check returned
     worker = Isolated(copy, Limits())
     worker.start()
     assert "detached child running" in wait_for_the_child(worker)
