@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import socket
 import textwrap
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.sandbox import uids
+from harness.sandbox import box, uids
 from harness.sandbox.isolation import Isolated, Limits
 from harness.verdict.verify import verify
 from tests.catalogue import inline_reference, standalone
@@ -253,3 +254,26 @@ def test_the_graders_files_are_out_of_view(tmp_path: Path) -> None:
         worker.stop()
     assert "seen" not in printed and printed.count("hidden") == 5, printed
     assert "root holds ['tmp'] and /tmp []" in printed, printed
+
+
+@ROOT_ONLY
+def test_without_root_the_box_is_a_process_and_says_so(tmp_path: Path) -> None:
+    """A student's laptop: not root. The level is `process` (limits only), never a box
+    it does not have; the CPU limit is set all the same."""
+    lease = uids.lease()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.setuid(lease.uid)  # now an ordinary user
+            level = box.enter(None, str(tmp_path), box.BoxLimits(cpu=77))
+            cpu = resource.getrlimit(resource.RLIMIT_CPU)[0]
+            os.write(write, f"{level} {cpu} {os.getuid()}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    said = os.read(read, 100).decode()
+    os.close(read)
+    lease.release()
+    assert said == f"process 77 {lease.uid}"
