@@ -29,7 +29,7 @@ import pytest
 from harness.drive.loader import REFERENCE
 from harness.faults import SubmissionError, verdict_checks
 from harness.sandbox.impl import Implementation, open_impl
-from harness.sandbox.isolation import Limits
+from harness.sandbox.isolation import PROJECT, Limits
 from harness.search import profiles
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
@@ -41,7 +41,10 @@ MARKERS = (
     "SCHEDCHECK_REQUIRE_REDIS is set)",
 )
 
-profiles.register()  # now, so that --hypothesis-profile finds them; again once --impl is known
+# Registered now, so that --hypothesis-profile finds them; loaded (and registered again for
+# --impl's file) in pytest_configure, only in a run that is schedcheck's: another project's
+# pytest run in the same environment keeps Hypothesis's settings as they were.
+profiles.register(activate=False, ci=False)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,6 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get(OUTCOMES):
         config.pluginmanager.register(OutcomeLog(Path(os.environ[OUTCOMES]), config))
     where = config.getoption("--impl")
+    if where == REFERENCE and config.rootpath.resolve() != PROJECT:
+        return  # not schedcheck's run: add nothing to it
     try:
         profiles.register(where, os.environ.get(profiles.URL))
     except profiles.DatabaseError as e:

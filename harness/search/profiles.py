@@ -79,23 +79,31 @@ def redis_database(url: str, space: str) -> ExampleDatabase:
     return RedisExampleDatabase(client, key_prefix=f"schedcheck:{space}:".encode())
 
 
-def register(impl: str = REFERENCE, url: str | None = None) -> None:
+def register(
+    impl: str = REFERENCE, url: str | None = None, activate: bool = True, ci: bool = True
+) -> None:
     """(Re)register the four profiles for the implementation `impl`, sharing through the
-    Redis at `url` if one is given, then reload the current profile so that the new
-    databases take effect. Raises DatabaseError if that Redis cannot be used."""
+    Redis at `url` if one is given; with `activate`, reload the current profile so that the
+    new databases take effect (dev where none was chosen). Without `ci`, the name `ci` is
+    left to Hypothesis's own profile (which it loads where CI is set). Raises DatabaseError
+    if that Redis cannot be used."""
     local = settings.get_profile("default").database
     shared = redis_database(url, namespace(impl)) if url else None
     keep = local if shared is None or local is None else MultiplexedDatabase(local, shared)
     replay = None if shared is None else ReadOnlyDatabase(shared)
     settings.register_profile("dev", max_examples=200, database=keep, **_COMMON)
     settings.register_profile("fuzz", max_examples=20_000, database=keep, **_COMMON)
-    ci = settings(max_examples=200, derandomize=True, database=None, print_blob=True, **_COMMON)
+    ci_settings = settings(
+        max_examples=200, derandomize=True, database=None, print_blob=True, **_COMMON
+    )
     # Hypothesis refuses derandomize=True and a database in one call: a database it writes
     # would change what the next run tries. A read-only view cannot, so ci keeps its
     # promise (the same generated examples every run) and only adds the shared replays.
-    settings.register_profile("ci", parent=ci, database=replay)
+    if ci:
+        settings.register_profile("ci", parent=ci_settings, database=replay)
     settings.register_profile(
         "grade", max_examples=300, derandomize=True, database=None, print_blob=True, **_COMMON
     )
-    current = settings.get_current_profile_name()
-    settings.load_profile("dev" if current == "default" else current)
+    if activate:
+        current = settings.get_current_profile_name()
+        settings.load_profile("dev" if current == "default" else current)
