@@ -19,6 +19,7 @@ from tests.catalogue import standalone
 from tests.workloads import EXAMPLES
 
 HOSTILE = Path(__file__).parent / "hostile"
+ROOT_EQUIVALENT = Path(__file__).parent / "equivalents" / "one_pass.py"
 
 
 def hostile(name: str) -> Path:
@@ -202,3 +203,18 @@ def test_a_call_starved_of_cpu_is_not_a_hung_call() -> None:
         for proc in (spinning, sleeping):
             proc.kill()
             proc.wait()
+
+
+def test_a_worker_that_used_half_its_cpu_limit_is_replaced() -> None:
+    """RLIMIT_CPU stops a runaway thread; a long, correct run never meets it: the worker is
+    replaced, between two workloads, once it has used half."""
+    worker = Isolated(standalone(ROOT_EQUIVALENT), Limits(cpu=2))
+    try:
+        worker.run(WORKLOAD)
+        first = worker.proc
+        assert first is not None
+        worker.call_cpu = 1.5  # as if its last heartbeat said so
+        trace = worker.run(WORKLOAD)
+        assert trace.failure is None and worker.proc is not first
+    finally:
+        worker.stop()

@@ -105,6 +105,7 @@ class Isolated:
         self.workdir: str | None = None  # the worker's fresh working directory
         self.lease: uids.Lease | None = None  # the box's own uid, when started as root
         self.isolation = ""  # the box's level, once started: full, uid or process
+        self._worker_pid: tuple[int, int] | None = None  # (process started, its worker)
 
     # -- the worker's life ------------------------------------------------------------------
 
@@ -186,19 +187,24 @@ class Isolated:
             self.conn.close()
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
-        self.proc = self.conn = self.workdir = self.lease = None
+        self.proc = self.conn = self.workdir = self.lease = self._worker_pid = None
+        self.call_cpu = None  # a fresh worker starts from nothing
 
     def worker_pid(self) -> int | None:
         """The pid of the process that runs the submission: in a PID namespace, the
-        grandchild of the process started (it and the namespace's init only wait)."""
+        grandchild of the process started (it and the namespace's init only wait). Found
+        once per worker: it never changes."""
         if self.proc is None:
             return None
+        if self._worker_pid is not None and self._worker_pid[0] == self.proc.pid:
+            return self._worker_pid[1]
         pid = self.proc.pid
         for _ in range(2 if self.isolation == "full" else 0):
             try:
                 pid = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
             except (OSError, IndexError, ValueError):
                 return None
+        self._worker_pid = (self.proc.pid, pid)
         return pid
 
     def _threads_left(self, step: int) -> Failure | None:
@@ -223,8 +229,8 @@ class Isolated:
     def _retire_if_spent(self) -> None:
         """A worker that used half its CPU-time limit is replaced before the next workload,
         so that the limit stops a runaway thread and never a long, correct campaign."""
-        pid = self.worker_pid()
-        if pid is not None and _cpu_seconds(pid) > self.limits.cpu / 2:
+        # The CPU time its last heartbeat gave: a worker that lies only hurts itself.
+        if self.call_cpu is not None and self.call_cpu > self.limits.cpu / 2:
             self.stop()
 
     def _ensure(self) -> Connection:
@@ -378,15 +384,6 @@ class Isolated:
             if reply.get("kind") == "internal":
                 self.stop()
                 raise CheckerError(_internal(reply))
-
-
-def _cpu_seconds(pid: int) -> float:
-    """CPU seconds `pid` has used (all its threads), 0 if it cannot be read."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def _internal(message: dict[str, Any]) -> str:
