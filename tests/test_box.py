@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import socket
@@ -19,6 +20,7 @@ import pytest
 from harness.cli import main
 from harness.sandbox import box, uids
 from harness.sandbox.isolation import Isolated, Limits
+from harness.sandbox.worker import PRELOAD
 from harness.verdict.verify import verify
 from tests.catalogue import inline_reference, standalone
 from tests.helpers import ROOT
@@ -277,3 +279,10 @@ def test_without_root_the_box_is_a_process_and_says_so(tmp_path: Path) -> None:
     os.close(read)
     lease.release()
     assert said == f"process 77 {lease.uid}"
+
+
+def test_the_contract_lists_what_a_submission_may_import() -> None:
+    """docs/contract.md names exactly the modules the worker loads for a submission."""
+    text = (ROOT / "docs" / "contract.md").read_text()
+    section = text.split("## What a submission may use", 1)[1].split("(and what those", 1)[0]
+    assert set(re.findall(r"`([a-z_.]+)`", section)) == set(PRELOAD)
