@@ -211,12 +211,10 @@ class Isolated:
         """The spec's scheduler is single-threaded: a thread still running once a run has
         ended works behind the checker's back (and burns CPU no call is charged for).
         Counted by the kernel (/proc), so the submission cannot hide it."""
-        try:
-            status = Path(f"/proc/{self.worker_pid()}/status").read_text()
-            threads = int(
-                next(ln for ln in status.splitlines() if ln.startswith("Threads:")).split()[1]
-            )
-        except (OSError, StopIteration, IndexError, ValueError):
+        try:  # /proc/PID/stat's 20th field: one short line, read after every run
+            stat = Path(f"/proc/{self.worker_pid()}/stat").read_text()
+            threads = int(stat.rsplit(")", 1)[1].split()[17])
+        except (OSError, IndexError, ValueError):
             return None
         if threads <= 1:
             return None
