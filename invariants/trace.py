@@ -52,7 +52,7 @@ class State:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> State:
         seqs = {
-            k: SeqState(str(s), int(c), int(t), int(b), tuple(int(x) for x in out))
+            k: SeqState(str(s), int(c), int(t), int(b), tuple(map(int, out)))
             for k, (s, c, t, b, out) in data["seqs"].items()
         }
         return cls(
