@@ -13,7 +13,7 @@ import pytest
 
 from harness.faults import SubmissionError
 from harness.sandbox import uids
-from harness.sandbox.isolation import PROJECT, Isolated, Limits
+from harness.sandbox.isolation import PROJECT, Isolated, Limits, proc_stat
 from harness.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.workloads import EXAMPLES
@@ -194,7 +194,7 @@ def test_a_call_starved_of_cpu_is_not_a_hung_call() -> None:
         worker.proc = spinning  # type: ignore[assignment]
         worker.call_cpu = 0.0  # the call began when the spinner started: it used 0.6 s
         assert not worker._starved()
-        fields = Path(f"/proc/{spinning.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = proc_stat(spinning.pid)
         worker.call_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         assert worker._starved()  # as if the call began just now: it has used nothing yet
         worker.call_started -= 11 * 0.2  # ... but not past STARVED_CAP timeouts of wall time

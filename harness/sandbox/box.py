@@ -13,7 +13,7 @@ level says which (docs/isolation.md):
 - `uid`: root without namespaces: the own uid, a root of its own (a folder, chroot) and the
   limits; the parent kills whatever the uid still runs when the worker ends.
 - `process`: not root: a process of the caller's user, with the limits that need no
-  privilege (memory, file size, CPU time). It can signal and read what that user can.
+  privilege (memory, core and file size, CPU time). It can signal and read what that user can.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x4000, 1 << 18, 0x2, 0x4
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-LEVELS = ("full", "uid", "process")
 
 
 @dataclass(frozen=True)
 class BoxLimits:
-    """What one box may use, beside the memory cap the worker sets."""
+    """What one box may use."""
 
+    memory: int = 1 << 30  # RLIMIT_AS bytes
     processes: int = 32  # RLIMIT_NPROC of the box's uid: threads count too
     cpu: int = 1800  # RLIMIT_CPU seconds: stops threads a submission leaves spinning
     tmp: int = 16 << 20  # bytes of the private /tmp
@@ -91,7 +91,7 @@ def _wait_for(child: int) -> None:
     with; and the worker, pid 2, which the submission's signals reach as usual."""
     if child == 0:
         return
-    _check(_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl")
+    die_with_parent(None)
     _, status = os.waitpid(child, 0)
     # A death by signal n is passed on as exit status 128 + n, the shell's convention: an
     # init cannot kill itself with a signal its own namespace sends.
@@ -120,7 +120,22 @@ def _own_root(workdir: str, mount: bool, size: int) -> None:
     os.chdir("/tmp")
 
 
+def die_with_parent(parent: int | None) -> None:
+    """Be killed when the parent dies, even in the middle of an endless loop.
+
+    Set after any change of credentials, which clears it. With `parent`, exit at once if it
+    died before the setting took (no longer our parent); None where it has no pid to
+    compare (outside our PID namespace) or the check is not needed.
+    """
+    _check(_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl")
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
 def _limit(limits: BoxLimits) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 24, 1 << 24))
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu, limits.cpu + 5))
     if os.geteuid() == 0:  # per uid: only a uid of its own makes it a limit of this box
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))

@@ -211,10 +211,10 @@ class Isolated:
         """The spec's scheduler is single-threaded: a thread still running once a run has
         ended works behind the checker's back (and burns CPU no call is charged for).
         Counted by the kernel (/proc), so the submission cannot hide it."""
-        try:  # /proc/PID/stat's 20th field: one short line, read after every run
-            stat = Path(f"/proc/{self.worker_pid()}/stat").read_text()
-            threads = int(stat.rsplit(")", 1)[1].split()[17])
-        except (OSError, IndexError, ValueError):
+        fields = proc_stat(self.worker_pid())  # one short line, read after every run
+        try:
+            threads = int(fields[17])  # num_threads, /proc/PID/stat's 20th field
+        except (IndexError, ValueError):
             return None
         if threads <= 1:
             return None
@@ -283,11 +283,10 @@ class Isolated:
             return False
         if time.monotonic() - self.call_started > STARVED_CAP * self.limits.call_timeout:
             return False
-        pid = self.worker_pid()
+        fields = proc_stat(self.worker_pid())
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             state, ticks = fields[0], int(fields[11]) + int(fields[12])  # utime + stime
-        except (OSError, IndexError, ValueError):
+        except (IndexError, ValueError):
             return False
         used = ticks / os.sysconf("SC_CLK_TCK") - self.call_cpu
         return state in ("R", "D") and used < self.limits.call_timeout / 2
@@ -382,6 +381,15 @@ class Isolated:
             if reply.get("kind") == "internal":
                 self.stop()
                 raise CheckerError(_internal(reply))
+
+
+def proc_stat(pid: int | None) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state first), [] if unreadable:
+    what the kernel, not the worker, says of it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def _internal(message: dict[str, Any]) -> str:

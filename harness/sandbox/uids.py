@@ -4,8 +4,9 @@ Box uids come from a range no account uses (checked against the user database), 
 time per holder: a lock file per uid, held with flock by the process that started the
 worker, so graders running at once (`grade -j`, `pytest -n`) never share one, and a crashed
 grader's uids come free by themselves. When the box ends, every process the uid still runs
-is killed (a detached child at the `uid` level, where no PID namespace ends it) and every
-file it left at the top of the shared /tmp is removed (docs/isolation.md).
+is killed (a detached child at the `uid` level, where no PID namespace ends it). Files need
+no sweep: a box writes only inside its own root, in the folder the parent removes
+(docs/isolation.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import fcntl
 import os
 import pwd
 import random
-import shutil
 import signal
 import tempfile
 import time
@@ -39,7 +39,7 @@ class Lease:
         self._fd: int | None = fd
 
     def release(self) -> None:
-        """Kill what the uid still runs, remove what it left in /tmp, free the uid."""
+        """Kill what the uid still runs, free the uid."""
         if self._fd is None:
             return
         sweep(self.uid)
@@ -84,8 +84,7 @@ def processes_of(uid: int) -> list[int]:
 
 
 def sweep(uid: int) -> None:
-    """Kill every process of `uid` (again, while a fork bomb still forks), then remove its
-    files at the top of /tmp."""
+    """Kill every process of `uid` (again, while a fork bomb still forks)."""
     for _ in range(200):  # a SIGKILLed process takes a moment to die: up to about 2 s
         pids = processes_of(uid)
         if not pids:
@@ -94,12 +93,3 @@ def sweep(uid: int) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
-    tmp = Path(tempfile.gettempdir())
-    with contextlib.suppress(OSError):
-        for entry in tmp.iterdir():
-            with contextlib.suppress(OSError):
-                if entry.lstat().st_uid == uid:
-                    if entry.is_dir() and not entry.is_symlink():
-                        shutil.rmtree(entry, ignore_errors=True)
-                    else:
-                        entry.unlink()

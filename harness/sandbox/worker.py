@@ -11,13 +11,10 @@ parent over the socket FD in JSON: plain data only, and the parent decides.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import json
 import linecache
 import os
-import resource
-import signal
 import sys
 import time
 import traceback
@@ -39,24 +36,6 @@ PRELOAD = (
     "numbers", "operator", "queue", "random", "re", "statistics", "string", "time",
     "tokenize", "traceback", "typing", "uuid", "warnings", "weakref",
 )  # fmt: skip
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def die_with_parent(parent: int | None) -> None:
-    """Be killed when the parent dies, even in the middle of an endless loop.
-
-    Set after the privilege drop: changing credentials clears the setting. `parent` is
-    None inside a PID namespace, where the parent (outside it) has no pid to compare.
-    """
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if parent is not None and os.getppid() != parent:  # it died before the line above
-        os._exit(1)
-
-
-def limit(memory: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 24, 1 << 24))
 
 
 def load_submission(path: str, source: bytes) -> types.ModuleType:
@@ -147,9 +126,8 @@ def main(argv: list[str]) -> None:
     linecache.cache[path] = (len(source), None, lines, path)
     parent = os.getppid()
     os.chdir(workdir)
-    level = box.enter(uid, workdir, box.BoxLimits(cpu=cpu), namespaces)
-    die_with_parent(None if level == "full" else parent)
-    limit(memory)
+    level = box.enter(uid, workdir, box.BoxLimits(memory=memory, cpu=cpu), namespaces)
+    box.die_with_parent(None if level == "full" else parent)
     # Up to here it was all ours: a worker that dies before this line is our fault.
     conn.send_bytes(json.dumps({"kind": "booted", "isolation": level}).encode())
     try:
