@@ -3,9 +3,10 @@ a trace. In process for trusted code (the reference), in a worker for everything
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from harness.drive.driver import Session as LocalSession
 from harness.drive.driver import run
@@ -13,6 +14,8 @@ from harness.drive.loader import REFERENCE, load_impl
 from harness.sandbox.isolation import Isolated, Limits
 from invariants.trace import State, Trace, Update
 from invariants.workload import Request, Workload
+
+_T = TypeVar("_T")
 
 
 class Session(Protocol):
@@ -29,6 +32,10 @@ class Implementation(Protocol):
     output: str  # what it printed during the last run ("" when not captured)
 
     def run(self, workload: Workload) -> Trace: ...
+    def run_while(self, workload: Workload, meanwhile: Callable[[], _T]) -> tuple[Trace, _T]:
+        """run(workload), with `meanwhile()` called here while it runs where that can be."""
+        ...
+
     def session(self, workload: Workload) -> Session: ...
     def stop(self) -> None: ...
 
@@ -45,6 +52,9 @@ class InProcess:
 
     def run(self, workload: Workload) -> Trace:
         return run(self.module, workload)
+
+    def run_while(self, workload: Workload, meanwhile: Callable[[], _T]) -> tuple[Trace, _T]:
+        return self.run(workload), meanwhile()
 
     def session(self, workload: Workload) -> LocalSession:
         return LocalSession(self.module, workload)

@@ -1,10 +1,10 @@
 """The parent's side of a worker: start it, feed it workloads, never trust or wait on it.
 
-Every wait has a deadline (the per-call timeout, reset by the worker's heartbeat before
-each call into the submission); a worker that dies, hangs, or sends anything that is not
-a trace becomes an ordinary failure, and the next workload gets a fresh worker. What the
-submission prints is drained by a thread, kept up to a few KB, and never reaches our own
-output.
+Every wait has a deadline (the per-call timeout, from the moment the worker's heartbeat
+board says a call into the submission began: harness/sandbox/beat.py); a worker that dies,
+hangs, or sends anything that is not a trace becomes an ordinary failure, and the next
+workload gets a fresh worker. What the submission prints is drained by a thread, kept up
+to a few KB, and never reaches our own output.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from harness.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
 from harness.sandbox import uids
+from harness.sandbox.beat import Board, board_fd
 from invariants.trace import Failure, State, Step, Trace, Update
 from invariants.workload import Request, Workload
 
@@ -38,6 +40,8 @@ PROJECT = Path(__file__).resolve().parents[2]
 _PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONHOME",
               "SCHEDCHECK_NO_NAMESPACES")  # fmt: skip
 
+
+_T = TypeVar("_T")
 
 # How many call timeouts of wall time a call that is only starved of CPU may take at most.
 STARVED_CAP = 10
@@ -100,12 +104,14 @@ class Isolated:
         self.output = ""  # what the submission printed during the last run
         self._out: _Output | None = None
         self.where: tuple[int, str] = (0, "start")
-        self.call_started = 0.0  # when the current call began (its heartbeat arrived)
+        self.call_started = 0.0  # when the current call began (the board's word for it)
         self.call_cpu: float | None = None  # the worker's CPU seconds at that moment
         self.workdir: str | None = None  # the worker's fresh working directory
         self.lease: uids.Lease | None = None  # the box's own uid, when started as root
         self.isolation = ""  # the box's level, once started: full, uid or process
         self._worker_pid: tuple[int, int] | None = None  # (process started, its worker)
+        self.board: Board | None = None  # the worker's heartbeat page
+        self._seen = 0  # the board's counter when last read
 
     # -- the worker's life ------------------------------------------------------------------
 
@@ -119,10 +125,12 @@ class Isolated:
         env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *sys.path])
         env["PYTHONUNBUFFERED"] = "1"  # a debug print reaches the report, not a buffer
         uid = "-" if self.lease is None else str(self.lease.uid)
+        page = board_fd()
+        self.board, self._seen = Board(page), 0
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "harness.sandbox.worker", str(theirs.fileno()), copy,
-             str(self.limits.memory), self.workdir, uid, str(self.limits.cpu)],
-            pass_fds=[theirs.fileno()],
+             str(self.limits.memory), self.workdir, uid, str(self.limits.cpu), str(page)],
+            pass_fds=[theirs.fileno(), page],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -130,6 +138,7 @@ class Isolated:
             env=env,
         )  # fmt: skip
         theirs.close()
+        os.close(page)  # the mapping keeps the page
         self.conn = Connection(ours.detach())
         assert self.proc.stdout is not None
         self._out = _Output(self.proc.stdout, self.limits.output)
@@ -185,9 +194,11 @@ class Isolated:
             self.lease.release()  # what left the process group, at the uid level
         if self.conn is not None:
             self.conn.close()
+        if self.board is not None:
+            self.board.close()
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
-        self.proc = self.conn = self.workdir = self.lease = self._worker_pid = None
+        self.proc = self.conn = self.workdir = self.lease = self._worker_pid = self.board = None
         self.call_cpu = None  # a fresh worker starts from nothing
 
     def worker_pid(self) -> int | None:
@@ -239,38 +250,60 @@ class Isolated:
 
     def _send(self, **message: Any) -> None:
         self._ensure().send_bytes(json.dumps(message).encode())
+        self.call_started = time.monotonic()  # until the board names the call it starts
 
     def _receive(self, timeout: float | None = None) -> dict[str, Any] | Failure:
-        """The next message, or a Failure if the worker hung, died or sent garbage."""
+        """The next message, or a Failure if the worker hung, died or sent garbage.
+
+        With no `timeout`, the deadline is the current call's: call_timeout from when the
+        board says it began, stretched for a call that only waits for a core (_starved)."""
         conn = self.conn
         assert conn is not None
-        step, call = self.where
-        wait = self.limits.call_timeout if timeout is None else timeout
         try:
-            while not conn.poll(wait):
-                if timeout is not None or not self._starved():
-                    hog = self._memory_note()
-                    self.stop()
-                    return Failure(
-                        step, call, f"{call} did not return within {wait:g} s at step {step}{hog}"
-                    )
-                # Runnable, but it barely ran: the machine is busy, the call is not hung.
+            if timeout is not None:
+                if not conn.poll(timeout):
+                    return self._hung(timeout)
+            else:
+                while not conn.poll(max(self._left(), 0.05)):
+                    self._sync()
+                    if self._left() > 0 or self._starved():
+                        continue  # a new call began, or it is runnable but barely ran
+                    return self._hung(self.limits.call_timeout)
             message = json.loads(conn.recv_bytes(1 << 26))
             if not isinstance(message, dict):
                 raise ValueError("not a message")
         except (EOFError, OSError):
-            return Failure(step, call, self._death(call, step))
+            self._sync()
+            return Failure(*self.where, self._death(*self.where))
         except ValueError:
+            self._sync()
             self.stop()
+            call = self.where[1]
             return Failure(
-                step, call, f"the worker sent something that is not a trace during {call}"
+                *self.where, f"the worker sent something that is not a trace during {call}"
             )
-        if message.get("kind") == "call":
-            self.where = (int(message["step"]), str(message["call"]))
-            self.call_started = time.monotonic()
-            cpu = message.get("cpu")
-            self.call_cpu = float(cpu) if isinstance(cpu, (int, float)) else None
+        self._sync()
         return message
+
+    def _left(self) -> float:
+        return self.call_started + self.limits.call_timeout - time.monotonic()
+
+    def _sync(self) -> None:
+        """Take the call the worker is in from its heartbeat board, if a new one began."""
+        beat = None if self.board is None else self.board.read()
+        if beat is None or beat.counter == self._seen:
+            return
+        self._seen = beat.counter
+        self.where = (beat.step, beat.call)
+        self.call_started = min(beat.started, time.monotonic())  # never in the future
+        self.call_cpu = beat.cpu
+
+    def _hung(self, wait: float) -> Failure:
+        self._sync()
+        step, call = self.where
+        hog = self._memory_note()
+        self.stop()
+        return Failure(step, call, f"{call} did not return within {wait:g} s at step {step}{hog}")
 
     def _starved(self) -> bool:
         """Whether a call past its deadline was only waiting for a core: the worker is
@@ -308,7 +341,7 @@ class Isolated:
                     )
         return ""
 
-    def _death(self, call: str, step: int) -> str:
+    def _death(self, step: int, call: str) -> str:
         assert self.proc is not None
         try:
             code = self.proc.wait(timeout=5)
@@ -329,12 +362,26 @@ class Isolated:
 
     def run(self, workload: Workload) -> Trace:
         """Run `workload` in the worker; any hang, death or garbage is the trace's failure."""
+        return self.run_while(workload, lambda: None)[0]
+
+    def run_while(self, workload: Workload, meanwhile: Callable[[], _T]) -> tuple[Trace, _T]:
+        """Run `workload` in the worker and, while it runs, `meanwhile()` here (the reference
+        run of R1: two cores at work instead of one waiting for the other)."""
         self._retire_if_spent()
         self._ensure()
         assert self._out is not None
         self._out.take()
         self.where = (0, "Scheduler()")
         self._send(op="run", workload=json.loads(workload.to_json()))
+        try:
+            value = meanwhile()
+        except BaseException:
+            self.stop()  # mid-run: the next workload gets a fresh worker
+            raise
+        return self._collect(workload), value
+
+    def _collect(self, workload: Workload) -> Trace:
+        assert self._out is not None
         steps: list[Step] = []
         failure: Failure | None = None
         while True:

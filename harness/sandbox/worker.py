@@ -1,7 +1,7 @@
 """The worker process: loads one untrusted submission and runs workloads in it.
 
 Started by `harness.sandbox.isolation` as
-`python -m harness.sandbox.worker FD PATH MEMORY WORKDIR UID CPU`. Everything the checker
+`python -m harness.sandbox.worker FD PATH MEMORY WORKDIR UID CPU BOARD`. Everything the checker
 needs is imported first; the box's own copy of the submission (PATH, in WORKDIR) is read;
 then the worker enters its box (harness/sandbox/box.py: namespaces, the uid UID lent by the
 parent, limits). The interpreter lives in root's home, which the box's uid cannot read:
@@ -26,6 +26,7 @@ from harness.drive.contract import contract_problems
 from harness.drive.driver import Session, describe, run
 from harness.faults import SubmissionFailure
 from harness.sandbox import box
+from harness.sandbox.beat import Board
 from invariants.trace import Step
 from invariants.workload import Request, Workload
 
@@ -54,8 +55,9 @@ class Worker:
     "internal", which the parent reports as schedcheck's fault, never the submission's.
     """
 
-    def __init__(self, conn: Connection, module: types.ModuleType) -> None:
+    def __init__(self, conn: Connection, module: types.ModuleType, board: Board) -> None:
         self.conn = conn
+        self.board = board
         self.module = module
         self.session: Session | None = None
         self.sent = 0  # steps of the current run already streamed
@@ -64,9 +66,10 @@ class Worker:
         self.conn.send_bytes(json.dumps(message).encode())
 
     def heartbeat(self, step: int, call: str) -> None:
-        """Sent before every call into the submission; with the CPU time so far, so that
-        the parent can tell a hung call from one that waits for a busy machine's core."""
-        self.send(kind="call", step=step, call=call, cpu=time.process_time())
+        """Written before every call into the submission (harness/sandbox/beat.py); with the
+        CPU time so far, so that the parent can tell a hung call from one that waits for a
+        busy machine's core."""
+        self.board.write(step, call, time.monotonic(), time.process_time())
 
     def serve(self) -> None:
         while True:
@@ -115,6 +118,7 @@ class Worker:
 def main(argv: list[str]) -> None:
     fd, path, memory, workdir = int(argv[0]), argv[1], int(argv[2]), argv[3]
     uid, cpu = (None if argv[4] == "-" else int(argv[4])), int(argv[5])
+    board = Board(int(argv[6]))
     namespaces = not os.environ.get("SCHEDCHECK_NO_NAMESPACES")
     conn = Connection(fd)
     for name in PRELOAD:
@@ -144,7 +148,7 @@ def main(argv: list[str]) -> None:
         return
     conn.send_bytes(json.dumps({"kind": "ready", "problems": problems}).encode())
     if not problems:
-        Worker(conn, module).serve()
+        Worker(conn, module, board).serve()
 
 
 if __name__ == "__main__":

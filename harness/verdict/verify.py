@@ -52,10 +52,12 @@ def verify(
         impl = InProcess(impl, getattr(impl, "__file__", None) or impl.__name__)
     if lockstep is None:
         lockstep = impl.label != REFERENCE
-    trace = impl.run(workload)
+    reference = lockstep and "R1" in checks
+    trace, expected = impl.run_while(
+        workload, lambda: run(load_impl(), workload) if reference else None
+    )
     output = impl.output
     twin = impl.run(workload.unconstrained()) if "D1" in checks else None
-    expected = run(load_impl(), workload) if lockstep and "R1" in checks else None
     if expected is not None and expected.failure is not None:
         raise CheckerError(f"the reference failed on this workload: {expected.failure}")
     return Verdict(trace, check_trace(trace, expected, twin, only=checks), output)
