@@ -67,8 +67,13 @@ class _Output:
         self.thread.start()
 
     def _drain(self, pipe: IO[bytes]) -> None:
-        while chunk := os.read(pipe.fileno(), 1 << 16):
-            with self.lock:
+        fd = pipe.fileno()
+        while True:
+            select.select([fd], [], [])
+            with self.lock:  # read and keep as one: take() never sees a chunk in between
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return
                 self.total += len(chunk)
                 room = self.keep - len(self.kept)
                 if room > 0:
@@ -78,10 +83,7 @@ class _Output:
         """What was printed since the last take(), once the pipe holds nothing more (the
         worker wrote it before it answered, but this thread may not have read it yet)."""
         for _ in range(100):
-            try:
-                if not self.thread.is_alive() or not select.select([self.fd], [], [], 0)[0]:
-                    break
-            except (OSError, ValueError):  # the pipe is closed: nothing more to read
+            if not self._pending():
                 break
             time.sleep(0.001)
         with self.lock:
@@ -90,6 +92,14 @@ class _Output:
                 text += f"\n[... {self.total - len(self.kept)} more bytes not shown]"
             self.kept, self.total = bytearray(), 0
         return text
+
+    def _pending(self) -> bool:
+        """Whether the pipe holds bytes not yet kept (under the lock: none half-read)."""
+        with self.lock:
+            try:
+                return self.thread.is_alive() and bool(select.select([self.fd], [], [], 0)[0])
+            except (OSError, ValueError):  # the pipe is closed: nothing more to read
+                return False
 
 
 class Isolated:
