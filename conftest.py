@@ -1,9 +1,35 @@
-"""The suite's setup is schedcheck's pytest plugin (harness/pytest_plugin.py): `--impl`, the
-Hypothesis profiles, the `impl` fixture, and which failures are verdicts.
+"""The repository's own test run: schedcheck's pytest plugin (schedcheck/plugin.py) plus
+what only this repository's tests need (the `costly` and `redis` markers).
 
 Installed (`pip install -e .`), pytest loads the plugin through its entry point before it
 reads the command line, which `--impl /any/absolute/path` needs; named here as well, it
 also works in a checkout that was not installed.
 """
 
-pytest_plugins = ("harness.pytest_plugin",)
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ("schedcheck.plugin",)
+
+MARKERS = (
+    "costly: a self-check too slow for every run; `pytest -m costly` runs them all "
+    "(.ci/run does), the default run a rotating few",
+    "redis: needs redis-server and the [redis] extra (skipped without them, unless "
+    "SCHEDCHECK_REQUIRE_REDIS is set)",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Costly self-checks run only when asked for (`-m costly`, or any -m expression)."""
+    if config.getoption("markexpr"):
+        return
+    costly = [item for item in items if item.get_closest_marker("costly")]
+    if costly:
+        config.hook.pytest_deselected(items=costly)
+        items[:] = [item for item in items if not item.get_closest_marker("costly")]

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from invariants.trace import Failure
+from invariants.violation import Violation
+from invariants.workload import Workload
 
 # `schedcheck check`'s exit statuses (README, docs/grading.md).
 PASS, FAIL, USAGE, INTERNAL = 0, 1, 2, 3
@@ -45,9 +47,24 @@ class CheckFailed(AssertionError):
     `schedcheck check` turns into a FAIL.
     """
 
-    def __init__(self, check: str, report: str) -> None:
+    def __init__(self, check: str, report: str, rank: tuple[int, ...] = (1 << 30,)) -> None:
         super().__init__(report)
         self.check = check
+        self.rank = rank  # smaller is more informative (rank() below)
+
+
+def rank(violation: Violation, workload: Workload) -> tuple[int, int, int]:
+    """How informative a failure is to read, smaller first: the earliest step it shows at,
+    then the fewest requests, then the fewest tokens (prompt and output) in the workload."""
+    tokens = sum(r.prompt_len + r.max_tokens for r in workload.requests)
+    return (violation.step, len(workload.requests), tokens)
+
+
+def best(error: BaseException) -> CheckFailed | None:
+    """The most informative CheckFailed inside `error` (an exception group may hold
+    several), or None if it holds none."""
+    found = [leaf for leaf in leaves(error) if isinstance(leaf, CheckFailed)]
+    return min(found, key=lambda leaf: leaf.rank, default=None)
 
 
 def leaves(error: BaseException) -> Iterator[BaseException]:

@@ -1,6 +1,6 @@
 """A regression: a minimal failing workload worth keeping, with the bug it caught.
 
-Files of `tests/regressions/` and of `schedcheck check --save-failures DIR` hold one each,
+Files of `suite/regressions/` and of `schedcheck check --save-failures DIR` hold one each,
 as JSON: {"check": "I4", "note": "...", "workload": {...}}. A bare workload reads too.
 """
 

@@ -11,17 +11,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from hypothesis import target
-from hypothesis.control import currently_in_test_context
-
 from harness.drive.driver import run
 from harness.drive.loader import load_impl
-from harness.sandbox.impl import Implementation
-from harness.verdict.report import replay_hints
-from harness.verdict.verify import verify
-from invariants.regression import Regression
 from invariants.trace import State, Step, Trace
-from invariants.violation import Violation
 from invariants.workload import Workload
 from strategies.examples import SPEC_MODEL
 
@@ -113,28 +105,3 @@ def _changed(state: State, seq: str | None, fields: dict[str, Any]) -> State:
     if seq is None:
         return replace(state, **fields)
     return replace(state, seqs={**state.seqs, seq: state.seqs[seq]._replace(**fields)})
-
-
-def assert_holds(impl: Implementation, workload: Workload, checks: tuple[str, ...]) -> Trace:
-    """Run `checks` on `impl`; fail with the full report and a way to replay it."""
-    verdict = verify(impl, workload, checks)
-    final = verdict.trace.final()
-    if final is not None and currently_in_test_context():
-        target(float(final.num_preemptions), label="preemptions")  # toward storms
-    if not verdict.ok:
-        saved = save_failure(workload, verdict.violations[0])
-        verdict.require(replay_hints(impl.label, workload, saved))
-    return verdict.trace
-
-
-def save_failure(workload: Workload, violation: Violation) -> Path | None:
-    """Write the workload where SCHEDCHECK_SAVE_FAILURES says, one file per check, in the
-    regression corpus's format. Hypothesis runs the shrunk example last: the file keeps it.
-    """
-    where = os.environ.get("SCHEDCHECK_SAVE_FAILURES")
-    if not where:
-        return None
-    path = Path(where) / f"{violation.check}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(Regression(workload, violation.check, str(violation)).to_json())
-    return path

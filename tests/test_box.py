@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
 from harness.sandbox import box, uids
 from harness.sandbox.isolation import Isolated, Limits
 from harness.sandbox.worker import PRELOAD
 from harness.verdict.verify import verify
+from schedcheck.cli import main
 from tests.catalogue import inline_reference, standalone
 from tests.helpers import ROOT
 from tests.workloads import EXAMPLES
@@ -108,7 +108,7 @@ def test_a_detached_child_dies_with_its_box(tmp_path: Path) -> None:
     assert graded["detacher_graded"]["verdict"] == "pass"
     assert processes_running("detacher_graded.py") == []  # after grade returned
     copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path / "src", "detacher_checked")
-    assert main(["check", str(copy), "--replay", str(ROOT / "tests" / "regressions")]) == 0
+    assert main(["check", str(copy), "--replay", str(ROOT / "suite" / "regressions")]) == 0
     assert processes_running("detacher_checked.py") == []  # after check returned
     worker = Isolated(copy, Limits())
     worker.start()

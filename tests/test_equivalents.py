@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness import faults
-from harness.cli import main
+from schedcheck.cli import main
 from tests.catalogue import reference_source
 from tests.helpers import ROOT, rotation_day, run_pytest
 
@@ -92,7 +92,7 @@ def test_the_renamed_reference_is_the_reference(subjects: dict[str, Path]) -> No
 def test_replaying_every_regression_passes(
     name: str, subjects: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["check", str(subjects[name]), "--replay", str(ROOT / "tests" / "regressions")])
+    code = main(["check", str(subjects[name]), "--replay", str(ROOT / "suite" / "regressions")])
     out = capsys.readouterr().out
     assert code == faults.PASS, out
     assert "every check holds on" in out

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from harness import faults
-from harness.cli import main
 from harness.faults import CheckFailed, verdict_checks
 from harness.grading.grade import grade_one
 from harness.sandbox.isolation import Limits
+from schedcheck.cli import main
 from tests.helpers import ROOT
 
 CORRECT = ROOT / "tests" / "equivalents" / "one_pass.py"
@@ -30,7 +30,7 @@ NOT_A_VERDICT = "This is not a verdict on your submission"
 def check_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """`schedcheck check` on a correct file, in a process of its own, `env` added."""
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "check", str(CORRECT), "-n", "0", *args],
+        [sys.executable, "-m", "schedcheck", "check", str(CORRECT), "-n", "0", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
         env={**os.environ, "CI": "true", **env},
     )  # fmt: skip
@@ -65,7 +65,7 @@ def test_a_worker_that_cannot_start_is_ours(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(sys, "executable", "/bin/false")  # the worker's interpreter
-    assert main(["check", str(CORRECT), "--replay", str(ROOT / "tests" / "regressions")]) == 3
+    assert main(["check", str(CORRECT), "--replay", str(ROOT / "suite" / "regressions")]) == 3
     err = capsys.readouterr().err
     assert MESSAGE in err and "WorkerError" in err and "before it read the submission" in err
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from schedcheck.cli import main
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 

@@ -13,13 +13,14 @@ import pytest
 
 from harness.faults import SubmissionError
 from harness.sandbox import uids
-from harness.sandbox.isolation import PROJECT, Isolated, Limits, proc_stat
+from harness.sandbox.isolation import Isolated, Limits, proc_stat
 from harness.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.workloads import EXAMPLES
 
 HOSTILE = Path(__file__).parent / "hostile"
 ROOT_EQUIVALENT = Path(__file__).parent / "equivalents" / "one_pass.py"
+PROJECT = Path(__file__).resolve().parent.parent
 
 
 def hostile(name: str) -> Path:
@@ -142,7 +143,7 @@ def test_a_dead_worker_is_replaced_for_the_next_workload() -> None:
 def test_schedcheck_check_exits_1(name: str) -> None:
     start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "check", str(hostile(name)),
+        [sys.executable, "-m", "schedcheck", "check", str(hostile(name)),
          "--call-timeout=1", "-n", "1"],
         cwd=PROJECT, capture_output=True, text=True, timeout=120,
         env={**os.environ, "CI": "true"},

@@ -5,12 +5,12 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
-from harness.cli import main
 from harness.drive.driver import run
 from harness.drive.loader import load_impl
 from harness.verdict.html import render
 from harness.verdict.verify import verify
 from invariants.workload import Config, Request, Workload
+from schedcheck.cli import main
 from strategies.examples import EXAMPLES
 from tests.catalogue import standalone
 from tests.helpers import ROOT

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from harness import layout
+
 REFERENCE = "reference"
 _counter = itertools.count()
 
@@ -20,7 +22,7 @@ def load_impl(where: str | Path = REFERENCE) -> ModuleType:
     one loaded twice) never share state, and nothing named like the checker is replaced.
     """
     if str(where) == REFERENCE:
-        return importlib.import_module("scheduler")
+        return importlib.import_module(layout.module("scheduler"))
     path = Path(where).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"no submission file at {path}")

@@ -27,13 +27,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from harness import layout
 from harness.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
 from harness.sandbox import uids
 from harness.sandbox.beat import Board, board_fd
 from invariants.trace import Failure, State, Step, Trace, Update
 from invariants.workload import Request, Workload
 
-PROJECT = Path(__file__).resolve().parents[2]
 # All a worker inherits of the checker's environment: the submission must not read its
 # secrets (SCHEDCHECK_REDIS_URL may carry a password, CI runners hold tokens). The last
 # two are for interpreters that need them to start (a shared libpython outside /usr).
@@ -42,6 +42,7 @@ _PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_
 
 
 _T = TypeVar("_T")
+WORKER = layout.module("harness.sandbox.worker")
 
 # How many call timeouts of wall time a call that is only starved of CPU may take at most.
 STARVED_CAP = 10
@@ -132,14 +133,14 @@ class Isolated:
         copy = self._make_box()
         assert self.workdir is not None
         env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
-        env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), *sys.path])
+        env["PYTHONPATH"] = os.pathsep.join([str(layout.IMPORT_ROOT), *sys.path])
         env["PYTHONUNBUFFERED"] = "1"  # a debug print reaches the report, not a buffer
         uid = "-" if self.lease is None else str(self.lease.uid)
         page = board_fd()
         self.board, self._seen = Board(page), 0
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.sandbox.worker", str(theirs.fileno()), copy,
-             str(self.limits.memory), self.workdir, uid, str(self.limits.cpu), str(page)],
+            [sys.executable, "-m", WORKER, str(theirs.fileno()), copy, str(self.limits.memory),
+             self.workdir, uid, str(self.limits.cpu), str(page)],
             pass_fds=[theirs.fileno(), page],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

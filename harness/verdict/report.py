@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import layout
 from invariants.trace import State, Trace, show_schedule
 from invariants.violation import CATALOGUE, Violation
 from invariants.workload import Workload
@@ -114,17 +115,19 @@ def _indent(text: str) -> str:
 
 def replay_hints(path: str, workload: Workload, saved: Path | None) -> str:
     """How to re-run this very workload: a command, and a test to paste into a test file."""
-    lines = ["to re-run exactly this workload:"]
     if saved is not None:
-        lines.append(f"  schedcheck check {path} --replay {saved}")
+        lines = ["to re-run exactly this workload:", f"  schedcheck check {path} --replay {saved}"]
+        lines.append("or paste this test into a test file:")
+    else:
+        lines = ["to re-run exactly this workload, paste this test into a test file:"]
     test = f"""\
 def test_p07_regression():
-    from harness.sandbox.impl import open_impl
-    from harness.verdict.verify import verify
-    from invariants.workload import Workload
+    from {layout.module("harness.sandbox.impl")} import open_impl
+    from {layout.module("harness.verdict.verify")} import verify
+    from {layout.module("invariants.workload")} import Workload
 
     workload = Workload.from_json({workload.to_json(indent=None)!r})
     verdict = verify(open_impl({path!r}), workload)
     assert verdict.ok, verdict.report()"""
-    lines += ["or paste this test into a test file:", _indent(test)]
+    lines.append(_indent(test))
     return "\n".join(lines)

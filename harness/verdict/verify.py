@@ -7,7 +7,7 @@ from types import ModuleType
 
 from harness.drive.driver import run
 from harness.drive.loader import REFERENCE, load_impl
-from harness.faults import CheckerError, CheckFailed
+from harness.faults import CheckerError, CheckFailed, rank
 from harness.sandbox.impl import Implementation, InProcess
 from harness.verdict.report import failure_report
 from invariants.checks import CHECKS, check_trace
@@ -32,7 +32,8 @@ class Verdict:
         """Raise CheckFailed, with the full report (and `hints`), unless every check held."""
         if not self.ok:
             text = f"\n{self.report()}" + (f"\n\n{hints}" if hints else "")
-            raise CheckFailed(self.violations[0].check, text)
+            first = self.violations[0]
+            raise CheckFailed(first.check, text, rank(first, self.trace.workload))
 
     def report(self) -> str:
         if self.ok:

@@ -18,7 +18,7 @@ from invariants.regression import load_corpus
 from invariants.workload import Workload
 from strategies.coverage import observe
 from strategies.workloads import any_workloads
-from tests.helpers import assert_holds
+from suite.holds import assert_holds
 
 INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1")
 
@@ -27,7 +27,7 @@ CORPUS = load_corpus(Path(__file__).parent / "regressions")
 
 
 def replaying_the_corpus(test: Callable[..., None]) -> Callable[..., None]:
-    """Every regression of tests/regressions/ as an explicit example: run before any
+    """Every regression of suite/regressions/ as an explicit example: run before any
     random generation, on every run."""
     for regression in reversed(CORPUS):
         test = example(workload=regression.workload)(test)

@@ -1,20 +1,24 @@
-"""schedcheck's pytest plugin: which implementation the suite drives, and whose fault a failure is.
+"""schedcheck's pytest plugin: which implementation the properties drive, and whose fault a
+failure is.
 
-Installed, it is registered through the `pytest11` entry point, so pytest knows `--impl`
-before it looks at the command line's paths: `pytest --impl /anywhere/p07_scheduler.py`
-works from the checkout with any path, relative or absolute, `--impl PATH` or
-`--impl=PATH`, with or without `-n auto`. (Named only in a conftest.py, the option is not
-known yet when pytest reads an absolute path outside the checkout: it takes the file for
-a test path, picks its folder as rootdir and never loads the conftest.) The root
-conftest.py names this module too, for a checkout that was not installed.
+Installed, pytest loads it through the `pytest11` entry point, so it knows `--impl` before
+it looks at the command line's paths: `pytest --impl /anywhere/p07_scheduler.py` works
+with any path, relative or absolute, with or without `-n auto`.
+
+In a course's repository, `pytest --impl mine/p07_scheduler.py` runs schedcheck's
+properties (suite/: worked examples, invariants, differential, lockstep, stateful) against
+that file, isolated, beside the course's own tests. A run that names its own paths gets
+only those (add `--pyargs schedcheck.suite` to have ours too). Without `--impl` the plugin
+adds nothing: no test, no marker, no profile loaded.
 
 Options: `--impl PATH` (or SCHEDCHECK_IMPL; default "reference", the reference in
 `scheduler/`), `--in-process`, `--call-timeout S`, `--memory-mb MB`. The Hypothesis
-profiles are harness/search/profiles.py's.
+profiles are harness/search/profiles.py's; `--hypothesis-profile` picks one as usual.
 
-With SCHEDCHECK_OUTCOMES=FILE, every failed test adds one JSON line to FILE saying whether
-it is a verdict on the implementation (the ids of the checks that fired) or our own fault
-(`"checks": null`): `schedcheck check` turns that into exit 1 or 3 (harness/faults.py).
+With SCHEDCHECK_OUTCOMES=FILE, every finished test adds one JSON line to FILE: its
+outcome and, for a failure, whether it is a verdict on the implementation (the ids of the
+checks that fired, and schedcheck's own report) or our own fault (`"checks": null`):
+`schedcheck check` turns that into its report and exit 1 or 3 (harness/faults.py).
 """
 
 from __future__ import annotations
@@ -26,20 +30,15 @@ from pathlib import Path
 
 import pytest
 
+from harness import layout
 from harness.drive.loader import REFERENCE
-from harness.faults import SubmissionError, verdict_checks
+from harness.faults import SubmissionError, best, verdict_checks
 from harness.sandbox.impl import Implementation, open_impl
-from harness.sandbox.isolation import PROJECT, Limits
+from harness.sandbox.isolation import Limits
 from harness.search import profiles
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
 ISOLATION = pytest.StashKey[str]()
-MARKERS = (
-    "costly: a self-check too slow for every run; `pytest -m costly` runs them all "
-    "(.ci/run does), the default run a rotating few",
-    "redis: needs redis-server and the [redis] extra (skipped without them, unless "
-    "SCHEDCHECK_REQUIRE_REDIS is set)",
-)
 
 # Registered now, so that --hypothesis-profile finds them; loaded (and registered again for
 # --impl's file) in pytest_configure, only in a run that is schedcheck's: another project's
@@ -73,13 +72,14 @@ def limits(config: pytest.Config) -> Limits:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for marker in MARKERS:
-        config.addinivalue_line("markers", marker)
     if os.environ.get(OUTCOMES):
         config.pluginmanager.register(OutcomeLog(Path(os.environ[OUTCOMES]), config))
     where = config.getoption("--impl")
-    if where == REFERENCE and config.rootpath.resolve() != PROJECT:
+    ours = not layout.INSTALLED and config.rootpath.resolve() == layout.HOME
+    if where == REFERENCE and not ours:
         return  # not schedcheck's run: add nothing to it
+    if where != REFERENCE:
+        _add_the_suite(config)
     try:
         profiles.register(where, os.environ.get(profiles.URL))
     except profiles.DatabaseError as e:
@@ -98,21 +98,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[ISOLATION] = checked.isolation
 
 
+def _add_the_suite(config: pytest.Config) -> None:
+    """schedcheck's properties join a run that did not name its paths (testpaths or the
+    current folder), unless they are in it already (a checkout's own run, or a run whose
+    paths hold them)."""
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    if (config.rootpath / "suite" / "holds.py").is_file():
+        return  # a checkout of schedcheck (this one, or a remote worker's copy of it)
+    suite = layout.SUITE.resolve()
+    here = config.invocation_params.dir
+    for arg in config.args:
+        path = (here / arg.split("::")[0]).resolve()
+        if path == suite or path in suite.parents or suite in path.parents:
+            return
+    config.args.append(str(suite))
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     if ISOLATION not in config.stash:
         return None
     return f"schedcheck: {config.getoption('--impl')}, isolation: {config.stash[ISOLATION]}"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Costly self-checks run only when asked for (`-m costly`, or any -m expression): done
-    here, not in addopts, so that it holds wherever pytest found its rootdir."""
-    if config.getoption("markexpr"):
-        return
-    costly = [item for item in items if item.get_closest_marker("costly")]
-    if costly:
-        config.hook.pytest_deselected(items=costly)
-        items[:] = [item for item in items if not item.get_closest_marker("costly")]
 
 
 @pytest.fixture(scope="session")
@@ -130,32 +136,43 @@ def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Mark each failure as a verdict (the checks that fired) or ours (None), where the
-    exception is still at hand: under xdist only the report travels to the controller."""
+    """Mark each failure as a verdict (the checks that fired, the most informative report)
+    or ours (None), where the exception is still at hand: under xdist only the report
+    travels to the controller."""
     report = yield
     if report.failed:
         error = call.excinfo.value if call.excinfo is not None else None
         checks = None if error is None else verdict_checks(error)
+        found = None if checks is None or error is None else best(error)
         report.user_properties.append(("schedcheck_checks", checks))
+        if found is not None:
+            report.user_properties.append(("schedcheck_report", str(found).strip("\n")))
+            report.user_properties.append(("schedcheck_rank", list(found.rank)))
     return report
 
 
 class OutcomeLog:
-    """Writes one JSON line per failed test into FILE, in the process that reports."""
+    """Writes one JSON line per test outcome into FILE, in the process that reports: each
+    test's result, and for a failure whose it is and schedcheck's own report of it."""
 
     def __init__(self, path: Path, config: pytest.Config) -> None:
         self.path = path
         self.worker = hasattr(config, "workerinput")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.worker or not report.failed:
+        if self.worker:
             return  # an xdist worker: its controller writes what it reports
+        if not (report.failed or report.skipped or report.when == "call"):
+            return
         marks = dict(report.user_properties)
         line = {
             "test": report.nodeid,
             "when": report.when,
+            "outcome": report.outcome,
             "checks": marks.get("schedcheck_checks"),  # absent (a crashed worker): ours
-            "summary": report.longreprtext[-2000:],
+            "report": marks.get("schedcheck_report"),
+            "rank": marks.get("schedcheck_rank"),
+            "summary": report.longreprtext[-2000:] if report.failed else "",
         }
         with self.path.open("a") as f:
             f.write(json.dumps(line) + "\n")

@@ -21,7 +21,7 @@ from invariants.trace import Trace
 from invariants.workload import Config, Request, Workload
 from strategies.examples import EXAMPLES as SPEC_EXAMPLES
 from strategies.examples import SPEC_MODEL
-from tests.helpers import assert_holds
+from suite.holds import assert_holds
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from harness.faults import CheckFailed, SubmissionFailure
+from harness.faults import CheckFailed, SubmissionFailure, rank
 from harness.sandbox.impl import Implementation
 from harness.verdict.report import failure_report
 from invariants.checks import check_trace
@@ -28,6 +28,7 @@ from invariants.trace import Step, Trace
 from invariants.violation import Violation
 from invariants.workload import Config, Request, Workload
 from strategies.workloads import MAX_TOKENS, configs, prompt_lens
+from suite.holds import tick
 
 _T = TypeVar("_T")
 EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
@@ -55,12 +56,14 @@ class SchedulerMachine(RuleBasedStateMachine):
             failure = e.failure
             trace = replace(self.trace(), failure=failure)
             violation = Violation("C1", failure.step, failure.call, failure.message)
-            raise CheckFailed("C1", "\n" + failure_report(violation, trace)) from None
+            report = "\n" + failure_report(violation, trace)
+            raise CheckFailed("C1", report, rank(violation, trace.workload)) from None
 
     def _require(self, trace: Trace, checks: tuple[str, ...], since: int = 1) -> None:
         found = check_trace(trace, only=checks, since=since)
         if found:
-            raise CheckFailed(found[0].check, "\n" + failure_report(found[0], trace))
+            report = "\n" + failure_report(found[0], trace)
+            raise CheckFailed(found[0].check, report, rank(found[0], trace.workload))
 
     @rule(data=st.data())
     def add_request(self, data: st.DataObject) -> None:
@@ -118,6 +121,7 @@ class SchedulerMachine(RuleBasedStateMachine):
                 break
             self.step()
         self._require(self.trace(), (*EVERY_CALL, "L1"))
+        tick()
 
 
 def test_state_machine(impl: Implementation) -> None:

@@ -1,0 +1,111 @@
+"""`schedcheck check`: the contract, then the suite's stages, then one report.
+
+A student reads the verdict at a glance: one line per stage with its result and count,
+and on failure one report, the most informative failure of all (earliest step, smallest
+workload), in schedcheck's own words; then which other properties also failed. pytest's
+own output goes to a log file whose path is printed (`-v` shows it as it runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from harness import faults
+from harness.faults import SubmissionError
+from harness.sandbox.impl import open_impl
+from harness.sandbox.isolation import Limits
+from invariants.violation import PRIORITY
+from schedcheck.console import Console
+from schedcheck.modes import ISOLATION, draw_saved, exhaustive, replay
+from schedcheck.stages import STAGES, Outcome, Result, Settings, run_stage
+
+DEFAULT_PATH = "mine/p07_scheduler.py"
+
+
+def check(args: argparse.Namespace, console: Console | None = None) -> int:
+    console = console or Console()
+    path = Path(args.path)
+    if not path.is_file():
+        hint = " (the course layout puts it there)" if args.path == DEFAULT_PATH else ""
+        print(f"schedcheck: no submission file at {path}{hint}", file=sys.stderr)
+        return faults.USAGE
+    limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
+    try:
+        impl = open_impl(path, args.in_process, limits)
+    except SubmissionError as e:
+        console.stage("contract", "FAIL")
+        console.line(f"\nFAIL {path}: {e}")
+        return faults.FAIL
+    console.line(f"isolation: {impl.isolation} ({ISOLATION[impl.isolation]})")
+    try:
+        if args.replay:
+            return replay(impl, path, args.replay, args.html)
+    finally:
+        impl.stop()
+    if args.exhaustive:
+        return exhaustive(args, path, limits)
+    console.stage("contract", "ok")
+    return stages(args, path, console)
+
+
+def stages(args: argparse.Namespace, path: Path, console: Console) -> int:
+    failures = Path(args.save_failures or tempfile.mkdtemp(prefix="schedcheck-failures-"))
+    settings = Settings(path, args.profile, str(args.workers), args.call_timeout,
+                        args.memory_mb, args.in_process, failures, args.verbose)  # fmt: skip
+    handle, name = tempfile.mkstemp(prefix="schedcheck-check-", suffix=".log")
+    log_path = Path(name)
+    results: list[Result] = []
+    with open(handle, "w") as log, tempfile.TemporaryDirectory(prefix="schedcheck-") as scratch:
+        for stage in STAGES:
+            if results and results[-1].code != 0:
+                console.stage(stage.name, "skipped", "an earlier stage failed")
+                continue
+            result = run_stage(stage, settings, Path(scratch), log, console)
+            results.append(result)
+            word = "ok" if result.code == 0 else "FAIL" if result.is_verdict else "ERROR"
+            console.stage(stage.name, word, result.summary())
+    last = results[-1]
+    if last.code == 0:
+        console.line(f"\n{console.paint('PASS')} {path}: every check holds")
+        console.line(f"full log: {log_path}")
+        return faults.PASS
+    if not last.is_verdict:
+        what = (
+            f"{len(last.ours)} test(s) failed for a reason of our own: "
+            + ", ".join(o.name for o in last.ours)
+            if last.ours
+            else f"the {last.stage.name} stage ended with pytest exit status {last.code}"
+        )
+        console.line("")
+        print(faults.internal_message(f"{what} (full log: {log_path})"), file=sys.stderr)
+        return faults.INTERNAL
+    report_failure(console, path, last.failed, failures, log_path)
+    if args.html:
+        draw_saved(args, path, failures)
+    return faults.FAIL
+
+
+def report_failure(
+    console: Console, path: Path, failed: list[Outcome], failures: Path, log: Path
+) -> None:
+    """The most informative failure in full; the others by name and check."""
+    best = min(failed, key=lambda o: (o.report is None, o.rank))
+    console.line(f"\n{best.report or best.name}")
+    others = [o for o in failed if o is not best]
+    if others:
+        named = ", ".join(f"{o.name} ({', '.join(o.checks or [])})" for o in others)
+        plural = "property also failed" if len(others) == 1 else "properties also failed"
+        console.line(f"\n{len(others)} other {plural}: {named}")
+    checks = [c for o in [best, *others] for c in o.checks or []]
+    ordered = sorted(set(checks), key=lambda c: (c != (best.checks or [""])[0], _order(c)))
+    console.line(f"\n{console.paint('FAIL')} {path}: {', '.join(ordered)}")
+    if any(failures.glob("*.json")):
+        console.line(f"shrunk counterexamples: {failures}")
+    console.line(f"full log: {log}")
+
+
+def _order(check: str) -> int:
+    return PRIORITY.index(check) if check in PRIORITY else len(PRIORITY)

@@ -1,0 +1,112 @@
+"""The check's other modes: `--replay` saved workloads, `--exhaustive` over a scope, and the
+HTML page of a failing trace (`--html`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from harness import faults
+from harness.sandbox.impl import Implementation, open_impl
+from harness.sandbox.isolation import Limits
+from harness.search.exhaustive import check_exhaustive
+from harness.verdict.html import page
+from harness.verdict.verify import verify
+from invariants.regression import Regression
+from invariants.violation import PRIORITY
+from invariants.workload import Workload
+from strategies.exhaustive import SCOPES
+
+ISOLATION = {  # what each level is, in a line (docs/isolation.md has the table)
+    "full": "a uid of its own, its own PID, mount and network namespaces",
+    "uid": "a uid of its own, no namespaces on this machine",
+    "process": "a process of your own user: not root, so no uid of its own",
+    "none": "in this very process (--in-process: trusted code only)",
+}
+
+
+def replay(impl: Implementation, path: Path, targets: list[str], html: str | None = None) -> int:
+    """Re-run saved workloads (files, or folders of them); FAIL on the first that fails."""
+    try:
+        loaded = saved_workloads(targets)
+    except ValueError as e:
+        print(f"schedcheck: {e}", file=sys.stderr)
+        return faults.USAGE
+    for saved, workload in loaded:
+        verdict = verify(impl, workload)
+        if not verdict.ok:
+            print(f"FAIL {path}: on {saved}\n\n{verdict.report()}")
+            if html:
+                draw(impl, workload, html)
+            return faults.FAIL
+    where = loaded[0][0] if len(loaded) == 1 else f"{len(loaded)} saved workloads"
+    print(f"PASS {path}: every check holds on {where}")
+    return faults.PASS
+
+
+def draw_saved(args: argparse.Namespace, path: Path, failures: Path) -> None:
+    """Draw the saved counterexample of the most specific check that fired."""
+    saved = sorted(failures.glob("*.json"), key=lambda p: PRIORITY.index(p.stem)
+                   if p.stem in PRIORITY else len(PRIORITY))  # fmt: skip
+    if not saved:
+        return
+    limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
+    impl = open_impl(path, args.in_process, limits)
+    try:
+        draw(impl, Regression.from_json(saved[0].read_text()).workload, args.html)
+    finally:
+        impl.stop()
+
+
+def exhaustive(args: argparse.Namespace, path: Path, limits: Limits) -> int:
+    scope = SCOPES[args.scope]
+    jobs = os.cpu_count() or 1 if args.workers == "auto" else int(args.workers)
+    print(scope.describe(), flush=True)
+    scan = check_exhaustive(str(path), scope.name, jobs, limits, args.in_process)
+    print(f"{scan.count} workloads")
+    if scan.failure is None:
+        print(f"PASS {path}: no divergence from the reference on any of them")
+        return faults.PASS
+    workload, verdict = scan.failure
+    print(f"FAIL {path}: the smallest failing workload found\n\n{verdict.report()}")
+    if args.html:
+        impl = open_impl(path, args.in_process, limits)
+        try:
+            draw(impl, workload, args.html)
+        finally:
+            impl.stop()
+    return faults.FAIL
+
+
+def draw(impl: Implementation, workload: Workload, out: str) -> None:
+    """Write the HTML page of the first failure of `workload` on `impl` into `out`."""
+    html = page(impl, workload)
+    if html is not None:
+        Path(out).write_text(html)
+        print(f"the failing trace, drawn: {out}")
+
+
+def saved_workloads(targets: list[str]) -> list[tuple[Path, Workload]]:
+    """The workloads of the files named, and of every *.json in the folders named: all read
+    and found feasible before anything runs, or a ValueError naming the file."""
+    files: list[Path] = []
+    for target in map(Path, targets):
+        files += sorted(target.glob("*.json")) if target.is_dir() else [target]
+    if not files:
+        raise ValueError(f"no saved workload (*.json) in {' '.join(targets)}")
+    loaded = []
+    for saved in files:
+        try:
+            workload = Regression.from_json(saved.read_text()).workload
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            raise ValueError(f"cannot read a workload from {saved}: {e}") from None
+        if workload.infeasible():
+            names = ", ".join(r.seq_id for r in workload.infeasible())
+            raise ValueError(
+                f"{saved} is not a feasible workload ({names} can never finish: more KV "
+                "blocks than num_blocks); a submission is only checked on feasible input"
+            )
+        loaded.append((saved, workload))
+    return loaded
