@@ -35,7 +35,7 @@ _SPEC_CHECKS = (
         "C1",
         "the implementation keeps the submission contract",
         "the suite cannot even drive it: an exception, a wrong type or a missing name",
-        ("see the message: the contract is ../shared/spec/contract.md",),
+        ("see the message; the contract is docs/contract.md (`schedcheck contract` prints it)",),
     ),
     CheckInfo(
         "I1",

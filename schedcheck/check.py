@@ -9,16 +9,20 @@ own output goes to a log file whose path is printed (`-v` shows it as it runs).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from harness import faults
 from harness.faults import SubmissionError
+from harness.grading.grade import grade_one
 from harness.sandbox.impl import open_impl
 from harness.sandbox.isolation import Limits
 from invariants.violation import PRIORITY
 from schedcheck.console import Console
+from schedcheck.gradescope import results
 from schedcheck.modes import ISOLATION, draw_saved, exhaustive, replay
 from schedcheck.stages import STAGES, Outcome, Result, Settings, run_stage
 
@@ -33,6 +37,8 @@ def check(args: argparse.Namespace, console: Console | None = None) -> int:
         print(f"schedcheck: no submission file at {path}{hint}", file=sys.stderr)
         return faults.USAGE
     limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
+    if args.gradescope:
+        return gradescope(args, path, limits, console)
     try:
         impl = open_impl(path, args.in_process, limits)
     except SubmissionError as e:
@@ -49,6 +55,24 @@ def check(args: argparse.Namespace, console: Console | None = None) -> int:
         return exhaustive(args, path, limits)
     console.stage("contract", "ok")
     return stages(args, path, console)
+
+
+def gradescope(args: argparse.Namespace, path: Path, limits: Limits, console: Console) -> int:
+    """Grade this one submission as `grade` does (derandomized: the same file gets the same
+    score) and write Gradescope's results.json; print the groups as stage lines."""
+    start = time.monotonic()
+    entry = grade_one(str(path), limits, args.budget, args.sample)
+    if entry["verdict"] == "error":
+        why = "; ".join(f["message"] for f in entry["failures"])
+        print(faults.internal_message(f"{why} (no {args.gradescope} written)"), file=sys.stderr)
+        return faults.INTERNAL
+    console.line(f"isolation: {entry.get('isolation', 'process')}")
+    for group, state in entry["checks"].items():
+        console.stage(group, {"pass": "ok", "fail": "FAIL"}.get(state, "skipped"))
+    written = results(entry, time.monotonic() - start)
+    Path(args.gradescope).write_text(json.dumps(written, indent=1))
+    console.line(f"\nscore {written['score']:g}/100; Gradescope results: {args.gradescope}")
+    return faults.PASS if entry["verdict"] == "pass" else faults.FAIL
 
 
 def stages(args: argparse.Namespace, path: Path, console: Console) -> int:

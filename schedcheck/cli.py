@@ -63,6 +63,12 @@ def parser() -> argparse.ArgumentParser:
                        help="every workload of a scope instead of a random search")  # fmt: skip
     check.add_argument("--scope", default="small", choices=sorted(SCOPES),
                        help="the scope of --exhaustive (default small)")  # fmt: skip
+    check.add_argument("--gradescope", metavar="RESULTS.json",
+                       help="grade it as `grade` does; write Gradescope's results.json")  # fmt: skip
+    check.add_argument("--budget", type=float, default=300.0, metavar="S",
+                       help="with --gradescope: seconds of grading (default 300)")  # fmt: skip
+    check.add_argument("--sample", type=int, default=SAMPLE_SIZE, metavar="N",
+                       help=f"with --gradescope: workloads (default {SAMPLE_SIZE})")  # fmt: skip
     check.add_argument("-v", "--verbose", action="store_true",
                        help="show pytest's output as it runs (always in the log)")  # fmt: skip
 

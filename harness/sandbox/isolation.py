@@ -174,7 +174,8 @@ class Isolated:
         if ready.get("problems"):
             self.stop()
             raise SubmissionError(
-                "the submission does not keep the contract (../shared/spec/contract.md):\n"
+                "the submission does not keep the contract (docs/contract.md; "
+                "`schedcheck contract` prints it):\n"
                 + "\n".join(f"  - {p}" for p in ready["problems"])
             )
 
