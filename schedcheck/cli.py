@@ -64,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--scope", default="small", choices=sorted(SCOPES),
                        help="the scope of --exhaustive (default small)")  # fmt: skip
     check.add_argument("--gradescope", metavar="RESULTS.json",
-                       help="grade it as `grade` does; write Gradescope's results.json")  # fmt: skip
+                       help="grade it as `grade` does: Gradescope's results.json")  # fmt: skip
     check.add_argument("--budget", type=float, default=300.0, metavar="S",
                        help="with --gradescope: seconds of grading (default 300)")  # fmt: skip
     check.add_argument("--sample", type=int, default=SAMPLE_SIZE, metavar="N",

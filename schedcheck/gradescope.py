@@ -34,7 +34,7 @@ def results(
     if entry["verdict"] not in ("pass", "fail"):
         raise ValueError(f"verdict {entry['verdict']!r}: no score to give")
     share = round(points / len(GROUPS), 4)
-    tests = []
+    tests: list[dict[str, Any]] = []
     for number, group in enumerate(GROUPS, 1):
         state = entry["checks"].get(group, "not run")
         tests.append({
