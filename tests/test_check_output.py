@@ -1,0 +1,85 @@
+"""What `schedcheck check` prints (issue 17): a line per stage, one report in schedcheck's
+own words, the other failures by name, pytest's output only in the log (or with -v), and
+plain text wherever the output is not a terminal or NO_COLOR is set."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from harness import faults
+from schedcheck.check import report_failure
+from schedcheck.cli import main
+from schedcheck.console import Console
+from schedcheck.stages import Outcome
+from tests.catalogue import standalone
+from tests.helpers import ROOT
+
+MUTANT = standalone(ROOT / "tests" / "mutants" / "preempts_oldest.py")  # fails a worked example
+MACHINERY = ("E   ", "Traceback", "hypothesis", "Falsifying", "pytest", "____", "::")
+
+
+def outcome(name: str, checks: list[str], step: int, report: str) -> Outcome:
+    return Outcome(f"suite/test_properties.py::{name}", "failed", checks, report, (step, 1, 5))
+
+
+def test_the_earliest_failure_is_reported_and_the_others_named(tmp_path: Path) -> None:
+    stream = io.StringIO()
+    failed = [
+        outcome("test_differential", ["D1"], 4, "D1 at step 4: outputs differ"),
+        outcome("test_invariants", ["I3"], 2, "I3 at step 2: a budget broken"),
+        outcome("test_lockstep", ["R1"], 3, "R1 at step 3: not the reference's step"),
+    ]
+    report_failure(Console(stream), Path("mine.py"), failed, tmp_path, tmp_path / "x.log")
+    out = stream.getvalue()
+    assert "I3 at step 2: a budget broken" in out
+    assert "D1 at step 4" not in out and "R1 at step 3" not in out  # one report only
+    assert "2 other properties also failed: test_differential (D1), test_lockstep (R1)" in out
+    assert re.search(r"^FAIL mine\.py: I3, D1, R1$", out, re.M), out  # the reported one first
+    assert f"full log: {tmp_path / 'x.log'}" in out
+
+
+def test_a_failing_check_reads_without_pytest_machinery(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(MUTANT), "-n", "0"]) == faults.FAIL
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("isolation: ")
+    assert re.match(r"contract +ok$", lines[1]) and re.match(r"worked examples +FAIL ", lines[2])
+    assert re.match(r"properties +skipped +an earlier stage failed$", lines[3])
+    assert "F1 at step 2, schedule()" in out and "likely bug:" in out and "workload:" in out
+    assert not any(sign in out for sign in MACHINERY), out
+    assert "\x1b" not in out  # not a terminal: plain text
+    log = Path(re.findall(r"^full log: (.+)$", out, re.M)[-1])
+    assert "CheckFailed" in log.read_text()  # pytest's own account is kept there
+
+
+def test_verbose_shows_pytests_output(capfd: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(MUTANT), "-n", "0", "-v"]) == faults.FAIL
+    out = capfd.readouterr().out
+    assert "short test summary info" in out and "FAIL " in out
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_and_the_live_line_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    tty = Terminal()
+    console = Console(tty)
+    console.progress("properties: 12 examples")
+    console.stage("properties", "FAIL", "1 of 3 failed")
+    assert "\r\x1b[Kproperties: 12 examples" in tty.getvalue()
+    assert "\x1b[31mFAIL\x1b[0m" in tty.getvalue()
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = Terminal()
+    Console(plain).stage("properties", "FAIL")
+    assert "\x1b[31m" not in plain.getvalue()
+    pipe = io.StringIO()
+    Console(pipe).progress("properties: 12 examples")
+    assert pipe.getvalue() == ""

@@ -1,0 +1,70 @@
+"""`schedcheck check --gradescope`: a results.json Gradescope accepts (the keys and types its
+autograder specification requires), full marks for a correct file, partial credit by check
+group for a wrong one, and no file at all when the fault is ours."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import faults
+from schedcheck import check as check_module
+from schedcheck.cli import main
+from schedcheck.gradescope import VISIBILITY
+from tests.catalogue import standalone
+from tests.helpers import ROOT
+
+EQUIVALENT = ROOT / "tests" / "equivalents" / "one_pass.py"
+MUTANT = standalone(ROOT / "tests" / "mutants" / "preempts_oldest.py")
+NUMBER = (int, float)
+
+
+def assert_gradescope_schema(results: dict[str, Any]) -> None:
+    assert isinstance(results["score"], NUMBER)
+    assert isinstance(results["execution_time"], int) and isinstance(results["output"], str)
+    assert results["visibility"] in VISIBILITY
+    assert results["stdout_visibility"] in VISIBILITY
+    assert isinstance(results["tests"], list) and results["tests"]
+    for test in results["tests"]:
+        assert isinstance(test["name"], str) and isinstance(test["number"], str)
+        assert isinstance(test["score"], NUMBER) and isinstance(test["max_score"], NUMBER)
+        assert 0 <= test["score"] <= test["max_score"]
+        assert test["status"] in ("passed", "failed") and isinstance(test["output"], str)
+        assert test["visibility"] in VISIBILITY
+    assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(100, abs=0.01)
+    assert sum(t["score"] for t in results["tests"]) == pytest.approx(results["score"], abs=0.01)
+
+
+def test_a_correct_submission_gets_full_marks(tmp_path: Path) -> None:
+    written = tmp_path / "results.json"
+    assert main(["check", str(EQUIVALENT), "--gradescope", str(written)]) == faults.PASS
+    results = json.loads(written.read_text())
+    assert_gradescope_schema(results)
+    assert results["score"] == pytest.approx(100)
+    assert {t["status"] for t in results["tests"]} == {"passed"}
+
+
+def test_a_mutant_gets_partial_credit_and_a_replayable_counterexample(tmp_path: Path) -> None:
+    written = tmp_path / "results.json"
+    assert main(["check", str(MUTANT), "--gradescope", str(written)]) == faults.FAIL
+    results = json.loads(written.read_text())
+    assert_gradescope_schema(results)
+    assert 0 < results["score"] < 100
+    failed = [t for t in results["tests"] if t["status"] == "failed"]
+    shown = next(t["output"] for t in failed if "{" in t["output"])
+    saved = tmp_path / "failing.json"
+    saved.write_text(shown[shown.index("{") :])
+    assert main(["check", str(MUTANT), "--replay", str(saved)]) == faults.FAIL
+
+
+def test_our_own_fault_writes_no_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object) -> dict[str, Any]:
+        return {"verdict": "error", "checks": {}, "failures": [{"message": "grader broke"}]}
+
+    monkeypatch.setattr(check_module, "grade_one", broken)
+    written = tmp_path / "results.json"
+    assert main(["check", str(EQUIVALENT), "--gradescope", str(written)]) == faults.INTERNAL
+    assert not written.exists()
