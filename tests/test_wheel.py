@@ -1,0 +1,135 @@
+"""Installed like a library (issue 17): a wheel built from this checkout, installed into a
+fresh venv, works from a course's own folder, even one whose project has modules named
+like ours, and puts nothing but `schedcheck` into site-packages.
+
+The fresh venv gets its dependencies from the package index pip is configured with, as a
+course's CI would. One venv serves the module's tests (they only read from it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.catalogue import standalone
+from tests.helpers import ROOT
+
+EQUIVALENT = ROOT / "tests" / "equivalents" / "while_true.py"
+MUTANT = ROOT / "tests" / "mutants" / "preempts_oldest.py"
+# A course project with modules named like ours: none of them may shadow ours or be shadowed.
+COURSE = {
+    "scheduler.py": "raise ImportError('the course scheduler, not schedcheck')\n",
+    "invariants.py": "raise ImportError('the course invariants')\n",
+    "strategies/__init__.py": "",
+    "harness/__init__.py": "",
+    "conftest.py": "",
+    "tests/__init__.py": "",
+    "tests/test_course.py": (
+        "def test_the_course_keeps_its_own_modules():\n"
+        "    import harness, strategies\n"
+        "    assert 'site-packages' not in harness.__file__ + strategies.__file__\n"
+    ),
+}
+
+
+def sh(*command: str | Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run(
+        [str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built from a copy: pip builds in the source tree, and xdist's workers build at once."""
+    out = tmp_path_factory.mktemp("wheel")
+    source = out / "checkout"
+    skip = (".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*skip, "mutants"))
+    shutil.copytree(ROOT / "tests" / "mutants", source / "tests" / "mutants")
+    built = sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, source, cwd=out)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (found,) = out.glob("schedcheck-*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fresh venv's bin/ folder, schedcheck installed from the wheel."""
+    where = tmp_path_factory.mktemp("venv") / "venv"
+    made = sh(sys.executable, "-m", "venv", where, cwd=where.parent)
+    assert made.returncode == 0, made.stderr
+    done = sh(where / "bin" / "python", "-m", "pip", "install", "-q", wheel, cwd=where.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return where / "bin"
+
+
+@pytest.fixture
+def course(tmp_path: Path) -> Path:
+    for name, text in COURSE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "p07_scheduler.py").write_text(EQUIVALENT.read_text())
+    standalone(MUTANT, tmp_path / "mine")
+    return tmp_path
+
+
+def test_only_schedcheck_is_installed(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert tops == {"schedcheck", f"{wheel.name.split('-py3')[0]}.dist-info"}, tops
+    assert not any("/tests/" in name or name.startswith("tests/") for name in names)
+    assert "schedcheck/suite/test_properties.py" in names
+    assert "schedcheck/docs/spec.md" in names and "schedcheck/docs/contract.md" in names
+    assert any(n.startswith("schedcheck/suite/regressions/") for n in names)
+
+
+def test_check_from_a_course_folder(venv: Path, course: Path) -> None:
+    passed = sh(venv / "schedcheck", "check", cwd=course)  # mine/p07_scheduler.py
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "PASS mine/p07_scheduler.py: every check holds" in passed.stdout
+    failed = sh(venv / "schedcheck", "check", "mine/preempts_oldest.py", cwd=course)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "FAIL mine/preempts_oldest.py: F1" in failed.stdout
+
+
+def test_pytest_impl_runs_ours_beside_the_courses_tests(venv: Path, course: Path) -> None:
+    alone = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", cwd=course)
+    assert alone.returncode == 0 and "1 passed" in alone.stdout, alone.stdout + alone.stderr
+    both = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+              "--impl", "mine/p07_scheduler.py", "--hypothesis-profile", "ci", cwd=course)  # fmt: skip
+    assert both.returncode == 0, both.stdout + both.stderr
+    ran = int(both.stdout.split(" passed")[0].rsplit(None, 1)[-1])
+    assert ran > 10, both.stdout  # the course's one test, and schedcheck's properties
+    wrong = sh(venv / "pytest", "-q", "-p", "no:cacheprovider",
+               "--impl", "mine/preempts_oldest.py", "-x", cwd=course)  # fmt: skip
+    assert wrong.returncode == 1 and "F1 at step" in wrong.stdout, wrong.stdout + wrong.stderr
+
+
+@pytest.mark.costly
+def test_every_mode_works_installed(venv: Path, course: Path) -> None:
+    cmd = venv / "schedcheck"
+    mine = "mine/p07_scheduler.py"
+    for args in (
+        ["check", mine, "--exhaustive", "--scope", "smoke"],
+        ["check", mine, "--replay", str(ROOT / "suite" / "regressions")],
+        ["check", mine, "--gradescope", "results.json"],
+        ["fuzz", mine, "--minutes", "0.1", "--out", "found"],
+        ["grade", "mine", "--out", "graded", "--sample", "20"],
+    ):
+        done = sh(cmd, *args, cwd=course)
+        assert done.returncode == 0, (args, done.stdout + done.stderr)
+    graded = json.loads((course / "graded" / "report.json").read_text())
+    verdicts = {Path(e["path"]).name: e["verdict"] for e in graded["submissions"]}
+    assert verdicts == {"p07_scheduler.py": "pass", "preempts_oldest.py": "fail"}
+    for doc, first in (("spec", "# The P07 scheduler"), ("contract", "#")):
+        shown = sh(cmd, doc, cwd=course)
+        assert shown.returncode == 0 and shown.stdout.startswith(first), shown.stdout[:200]
