@@ -1,4 +1,4 @@
-"""The reference P07 scheduler: what is right (`../shared/spec/p07-scheduler.md`).
+"""The reference P07 scheduler: what is right (docs/spec.md, `schedcheck spec`).
 
 This package is itself a submission: it defines exactly the contract's names.
 """

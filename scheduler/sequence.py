@@ -1,6 +1,6 @@
 """One request as the scheduler sees it: a prompt, what it has generated, what its KV holds.
 
-The names and fields are the submission contract's (`../shared/spec/contract.md`).
+The names and fields are the submission contract's (docs/contract.md).
 """
 
 from __future__ import annotations

@@ -104,8 +104,8 @@ def test_check_from_a_course_folder(venv: Path, course: Path) -> None:
 def test_pytest_impl_runs_ours_beside_the_courses_tests(venv: Path, course: Path) -> None:
     alone = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", cwd=course)
     assert alone.returncode == 0 and "1 passed" in alone.stdout, alone.stdout + alone.stderr
-    both = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-              "--impl", "mine/p07_scheduler.py", "--hypothesis-profile", "ci", cwd=course)  # fmt: skip
+    both = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--impl",
+              "mine/p07_scheduler.py", "--hypothesis-profile", "ci", cwd=course)  # fmt: skip
     assert both.returncode == 0, both.stdout + both.stderr
     ran = int(both.stdout.split(" passed")[0].rsplit(None, 1)[-1])
     assert ran > 10, both.stdout  # the course's one test, and schedcheck's properties

@@ -1,7 +1,7 @@
 """The contract check: every missing or ill-typed name of a submission, in one list.
 
 Runs before any workload, so a student sees "Sequence has no num_blocks" once, instead of
-a traceback from deep inside a test. The contract is `../shared/spec/contract.md`.
+a traceback from deep inside a test. The contract is docs/contract.md (`schedcheck contract`).
 """
 
 from __future__ import annotations
