@@ -3,7 +3,8 @@ fresh venv, works from a course's own folder, even one whose project has modules
 like ours, and puts nothing but `schedcheck` into site-packages.
 
 The fresh venv gets its dependencies from the package index pip is configured with, as a
-course's CI would. One venv serves the module's tests (they only read from it)."""
+course's CI would. One venv serves the module's tests (they only read from it). The default
+run builds the wheel and reads it; what needs the venv is `costly` (CI runs it)."""
 
 from __future__ import annotations
 
@@ -92,6 +93,7 @@ def test_only_schedcheck_is_installed(wheel: Path) -> None:
     assert any(n.startswith("schedcheck/suite/regressions/") for n in names)
 
 
+@pytest.mark.costly
 def test_check_from_a_course_folder(venv: Path, course: Path) -> None:
     passed = sh(venv / "schedcheck", "check", cwd=course)  # mine/p07_scheduler.py
     assert passed.returncode == 0, passed.stdout + passed.stderr
@@ -101,6 +103,7 @@ def test_check_from_a_course_folder(venv: Path, course: Path) -> None:
     assert "FAIL mine/preempts_oldest.py: F1" in failed.stdout
 
 
+@pytest.mark.costly
 def test_pytest_impl_runs_ours_beside_the_courses_tests(venv: Path, course: Path) -> None:
     alone = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", cwd=course)
     assert alone.returncode == 0 and "1 passed" in alone.stdout, alone.stdout + alone.stderr
