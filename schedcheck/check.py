@@ -66,7 +66,7 @@ def gradescope(args: argparse.Namespace, path: Path, limits: Limits, console: Co
         why = "; ".join(f["message"] for f in entry["failures"])
         print(faults.internal_message(f"{why} (no {args.gradescope} written)"), file=sys.stderr)
         return faults.INTERNAL
-    console.line(f"isolation: {entry.get('isolation', 'process')}")
+    console.line(f"isolation: {entry.get('isolation', 'unknown')}")
     for group, state in entry["checks"].items():
         console.stage(group, {"pass": "ok", "fail": "FAIL"}.get(state, "skipped"))
     written = results(entry, time.monotonic() - start)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.grading.grade import grade_one
+from harness.sandbox.isolation import Limits
 from schedcheck.cli import main
 from tests.catalogue import standalone
 from tests.helpers import ROOT
@@ -81,3 +83,22 @@ def test_shards_merged_equal_one_grading(graded: tuple[Path, Path]) -> None:
 
 def test_grading_nothing_that_exists_is_a_usage_error(tmp_path: Path) -> None:
     assert main(["grade", str(tmp_path / "nobody"), "--out", str(tmp_path / "out")]) == 2
+
+
+def test_a_submission_that_hangs_past_the_budget_fails_on_what_it_showed() -> None:
+    """Each hang costs a call timeout; one that hangs often runs out of the budget. What
+    failed did fail: a verdict (fail), the groups not reached 'not run'; never `error`,
+    which would leave a Gradescope student without a score for a bug of their own."""
+    hangs = standalone(ROOT / "tests" / "mutants" / "infinite_loop_full_house.py")
+    entry = grade_one(str(hangs), Limits(call_timeout=0.3), budget=4, size=200)
+    assert entry["verdict"] == "fail", entry["failures"]
+    assert entry["checks"]["contract"] == "fail"
+    assert "not run" in entry["checks"].values()
+    assert "budget" in entry["failures"][-1]["message"]
+
+
+def test_a_correct_submission_over_the_budget_is_our_error() -> None:
+    """No failure seen, the sample not finished: nothing to judge on, so no verdict."""
+    entry = grade_one(str(standalone(ROOT / "tests" / "equivalents" / "one_pass.py")),
+                      Limits(), budget=0, size=20)  # fmt: skip
+    assert entry["verdict"] == "error", entry

@@ -72,6 +72,7 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     try:
         worker.start()
     except SubmissionError as e:
+        result["isolation"] = worker.isolation or "unknown"
         checks["contract"] = "fail"
         failures.append({**note(str(e)), "check": "C1"})
         result["verdict"] = "fail"
@@ -79,8 +80,8 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     except CheckerError as e:  # ours, as `schedcheck check`'s exit 3 (harness/faults.py)
         return {**result, "verdict": "error", "failures": [note(str(e))]}
     result["isolation"] = worker.isolation  # the level in effect (docs/isolation.md)
+    failing: dict[str, Workload] = {}
     try:
-        failing: dict[str, Workload] = {}
         checks["examples"] = "pass"
         for workload in EXAMPLES.values():
             verdict = verify(worker, workload)
@@ -116,10 +117,17 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     except CheckerError as e:
         return {**result, "verdict": "error", "failures": [note(str(e))]}
     except OverBudget:
-        result["verdict"] = "error"
-        failures.append(
-            {"check": "", "message": f"grading took over {budget:g} s", "workload": None}
-        )
+        if not failing and checks["examples"] != "fail":  # no evidence either way: ours
+            result["verdict"] = "error"
+            failures.append(note(f"grading took over {budget:g} s"))
+            return result
+        # What failed did fail (a submission that hangs spends the budget on its hangs):
+        # a verdict on that evidence, and what was not reached is not judged.
+        for group in failing:
+            checks[group] = "fail"
+        failures.append(note(f"grading stopped at its {budget:g} s budget; groups marked "
+                             "'not run' were not judged"))  # fmt: skip
+        result["verdict"] = "fail"
         return result
     finally:
         worker.stop()
