@@ -81,17 +81,17 @@ def stages(args: argparse.Namespace, path: Path, console: Console) -> int:
                         args.memory_mb, args.in_process, failures, args.verbose)  # fmt: skip
     handle, name = tempfile.mkstemp(prefix="schedcheck-check-", suffix=".log")
     log_path = Path(name)
-    results: list[Result] = []
+    done: list[Result] = []
     with open(handle, "w") as log, tempfile.TemporaryDirectory(prefix="schedcheck-") as scratch:
         for stage in STAGES:
-            if results and results[-1].code != 0:
+            if done and done[-1].code != 0:
                 console.stage(stage.name, "skipped", "an earlier stage failed")
                 continue
             result = run_stage(stage, settings, Path(scratch), log, console)
-            results.append(result)
+            done.append(result)
             word = "ok" if result.code == 0 else "FAIL" if result.is_verdict else "ERROR"
             console.stage(stage.name, word, result.summary())
-    last = results[-1]
+    last = done[-1]
     if last.code == 0:
         console.line(f"\n{console.paint('PASS')} {path}: every check holds")
         console.line(f"full log: {log_path}")
