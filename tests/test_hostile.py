@@ -47,6 +47,7 @@ EXPECTED = {
     "writes_files": "",
     "reads_secrets": "raised RuntimeError: stolen: None",
     "spins_a_thread": "left 1 thread(s) running after the run ended",
+    "forges_heartbeats": "the submission writes the checker's own page",
 }
 
 
@@ -163,7 +164,7 @@ def test_a_hung_worker_dies_with_its_parent() -> None:
         f"worker = Isolated({str(hostile('infinite_loop'))!r})\n"
         "worker.start()\n"
         "print(worker.proc.pid, flush=True)\n"
-        "worker._send(op='run', workload=json.loads(EXAMPLES['example2'].to_json()))\n"
+        "worker._send(100, op='run', workload=json.loads(EXAMPLES['example2'].to_json()))\n"
         "time.sleep(60)\n"
     )
     parent = subprocess.Popen(

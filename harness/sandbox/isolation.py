@@ -31,6 +31,7 @@ from harness import layout
 from harness.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
 from harness.sandbox import uids
 from harness.sandbox.beat import Board, board_fd
+from invariants.liveness import liveness_bound
 from invariants.trace import Failure, State, Step, Trace, Update
 from invariants.workload import Request, Workload
 
@@ -123,6 +124,7 @@ class Isolated:
         self._worker_pid: tuple[int, int] | None = None  # (process started, its worker)
         self.board: Board | None = None  # the worker's heartbeat page
         self._seen = 0  # the board's counter when last read
+        self._beat_limit: int | None = None  # the counter no honest worker passes (_send)
 
     # -- the worker's life ------------------------------------------------------------------
 
@@ -260,9 +262,13 @@ class Isolated:
         assert self.conn is not None
         return self.conn
 
-    def _send(self, **message: Any) -> None:
+    def _send(self, calls: int, **message: Any) -> None:
+        """Send a command that makes at most `calls` calls into the submission."""
         self._ensure().send_bytes(json.dumps(message).encode())
         self.call_started = time.monotonic()  # until the board names the call it starts
+        # The worker beats once per call: more beats than calls are the submission's doing
+        # (it found the page and keeps a sleeping call alive). Capped, it cannot hang us.
+        self._beat_limit = self._seen + 2 * calls
 
     def _receive(self, timeout: float | None = None) -> dict[str, Any] | Failure:
         """The next message, or a Failure if the worker hung, died or sent garbage.
@@ -278,6 +284,8 @@ class Isolated:
             else:
                 while not conn.poll(max(self._left(), 0.05)):
                     self._sync()
+                    if self._beat_limit is not None and self._seen > self._beat_limit:
+                        return self._forged()
                     if self._left() > 0 or self._starved():
                         continue  # a new call began, or it is runnable but barely ran
                     return self._hung(self.limits.call_timeout)
@@ -309,6 +317,14 @@ class Isolated:
         self.where = (beat.step, beat.call)
         self.call_started = min(beat.started, time.monotonic())  # never in the future
         self.call_cpu = beat.cpu
+
+    def _forged(self) -> Failure:
+        step, call = self.where
+        self.stop()
+        return Failure(
+            step, call, f"{call} at step {step}: the worker's heartbeat page says more calls "
+            "began than the run makes: the submission writes the checker's own page"
+        )  # fmt: skip
 
     def _hung(self, wait: float) -> Failure:
         self._sync()
@@ -384,7 +400,10 @@ class Isolated:
         assert self._out is not None
         self._out.take()
         self.where = (0, "Scheduler()")
-        self._send(op="run", workload=json.loads(workload.to_json()))
+        # Calls a driver run makes at most: Scheduler(), Sequence() and add() per request,
+        # schedule(), update() and update() again per step, up to the liveness bound.
+        calls = 1 + 2 * len(workload.requests) + 3 * liveness_bound(workload)
+        self._send(calls, op="run", workload=json.loads(workload.to_json()))
         try:
             value = meanwhile()
         except BaseException:
@@ -427,8 +446,9 @@ class Isolated:
         return RemoteSession(self, workload)
 
     def request(self, **message: Any) -> Any:
-        """One session command: its result, or SubmissionFailure."""
-        self._send(**message)
+        """One session command (one call into the submission): its result, or
+        SubmissionFailure."""
+        self._send(1, **message)
         while True:
             reply = self._receive()
             if isinstance(reply, Failure):
