@@ -311,8 +311,8 @@ class Isolated:
     def _sync(self) -> None:
         """Take the call the worker is in from its heartbeat board, if a new one began."""
         beat = None if self.board is None else self.board.read()
-        if beat is None or beat.counter == self._seen:
-            return
+        if beat is None or beat.counter <= self._seen:
+            return  # nothing new; a counter that went back is not believed either
         self._seen = beat.counter
         self.where = (beat.step, beat.call)
         self.call_started = min(beat.started, time.monotonic())  # never in the future
