@@ -55,9 +55,9 @@ class CheckFailed(AssertionError):
 
 def rank(violation: Violation, workload: Workload) -> tuple[int, int, int]:
     """How informative a failure is to read, smaller first: the earliest step it shows at,
-    then the fewest requests, then the fewest tokens (prompt and output) in the workload."""
-    tokens = sum(r.prompt_len + r.max_tokens for r in workload.requests)
-    return (violation.step, len(workload.requests), tokens)
+    then the fewest requests, then the fewest tokens (Workload.size)."""
+    requests, tokens, _ = workload.size()
+    return (violation.step, requests, tokens)
 
 
 def best(error: BaseException) -> CheckFailed | None:

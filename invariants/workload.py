@@ -82,6 +82,14 @@ class Workload:
     def last_arrival(self) -> int:
         return self.requests[-1].arrival if self.requests else 1
 
+    def size(self) -> tuple[int, int, int]:
+        """What "smallest" means for a counterexample: fewest requests, then fewest tokens
+        (prompts and outputs), then the smallest config."""
+        c = self.config
+        tokens = sum(r.prompt_len + r.max_tokens for r in self.requests)
+        config = c.num_blocks + c.block_size + c.max_num_seqs + c.max_num_batched_tokens
+        return len(self.requests), tokens, config
+
     def infeasible(self) -> list[Request]:
         """Requests that could never finish even alone; a feasible workload has none."""
         return [

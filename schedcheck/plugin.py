@@ -75,8 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get(OUTCOMES):
         config.pluginmanager.register(OutcomeLog(Path(os.environ[OUTCOMES]), config))
     where = config.getoption("--impl")
-    ours = not layout.INSTALLED and config.rootpath.resolve() == layout.HOME
-    if where == REFERENCE and not ours:
+    if where == REFERENCE and not _a_checkouts_run(config):
         return  # not schedcheck's run: add nothing to it
     if where != REFERENCE:
         _add_the_suite(config)
@@ -98,14 +97,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[ISOLATION] = checked.isolation
 
 
+def _a_checkouts_run(config: pytest.Config) -> bool:
+    """Whether this is a schedcheck checkout's own run: this one, or a copy of it (a
+    remote xdist worker's)."""
+    return (config.rootpath / "suite" / "holds.py").is_file()
+
+
 def _add_the_suite(config: pytest.Config) -> None:
     """schedcheck's properties join a run that did not name its paths (testpaths or the
     current folder), unless they are in it already (a checkout's own run, or a run whose
     paths hold them)."""
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         return
-    if (config.rootpath / "suite" / "holds.py").is_file():
-        return  # a checkout of schedcheck (this one, or a remote worker's copy of it)
+    if _a_checkouts_run(config):
+        return  # the checkout's testpaths hold the suite already
     suite = layout.SUITE.resolve()
     here = config.invocation_params.dir
     for arg in config.args:

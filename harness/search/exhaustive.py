@@ -18,14 +18,6 @@ from invariants.workload import Workload
 from strategies.exhaustive import SCOPES, enumerate_scope
 
 
-def size(workload: Workload) -> tuple[int, int, int]:
-    """What "smallest" means for a counterexample."""
-    c = workload.config
-    tokens = sum(r.prompt_len + r.max_tokens for r in workload.requests)
-    config = c.num_blocks + c.block_size + c.max_num_seqs + c.max_num_batched_tokens
-    return len(workload.requests), tokens, config
-
-
 @dataclass(frozen=True)
 class Scan:
     """How many workloads a chunk covered, and its smallest failure (if any)."""
@@ -43,7 +35,7 @@ def scan_chunk(
         if index % chunks != chunk:
             continue
         count += 1
-        if smallest is not None and size(workload) >= size(smallest[0]):
+        if smallest is not None and workload.size() >= smallest[0].size():
             continue  # it could not be smaller: no need to run it
         verdict = verify(impl, workload)
         if not verdict.ok:
@@ -73,5 +65,5 @@ def check_exhaustive(
         ]
         scans = [f.result() for f in futures]
     failures = [s.failure for s in scans if s.failure is not None]
-    smallest = min(failures, key=lambda f: size(f[0]), default=None)
+    smallest = min(failures, key=lambda f: f[0].size(), default=None)
     return Scan(sum(s.count for s in scans), smallest)
