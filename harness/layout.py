@@ -21,7 +21,6 @@ HOME = Path(__file__).resolve().parents[1]
 IMPORT_ROOT = HOME.parent if PREFIX else HOME
 SUITE = HOME / "suite"  # the properties `check` and `pytest --impl` run (pytest files)
 DOCS = HOME / "docs"  # spec.md and contract.md (copied in by setup.py when installed)
-INSTALLED = bool(PREFIX)
 
 
 def module(name: str) -> str:
