@@ -183,12 +183,13 @@ def main() -> None:
     say("\n## 4. Exhaustive mode")
     jobs = os.cpu_count() or 1
     start = time.perf_counter()
-    scan = check_exhaustive(str(SUBMISSION), "small", jobs, Limits())
+    scan = check_exhaustive(str(SUBMISSION), SCOPES["small"], jobs, Limits())
     wall = time.perf_counter() - start
     say(f"- {SCOPES['small'].describe()}")
     say(
-        f"- {scan.count:,} workloads in {wall:.1f} s on {jobs} cores, isolated: "
-        f"{scan.count / wall:,.0f} workloads/s"
+        f"- {scan.states:,} states, {scan.edges:,} transitions in {wall:.1f} s on {jobs} "
+        f"cores, isolated: {scan.edges / wall:,.0f} transitions/s (python -m bench.exhaustive "
+        "for every scope)"
     )
 
     say("\n## 5. Bug-finding speed")

@@ -9,7 +9,7 @@
 `check` first checks the contract (one message for every missing or ill-typed name), then
 runs the suite's stages (schedcheck/stages.py), the submission in worker processes of its
 own; `--replay FILE.json...` re-runs saved workloads (or folders of them) instead, and
-`--exhaustive` every workload of a scope.
+`--exhaustive` every behaviour reachable in a scope.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--profile", default="grade", help="Hypothesis profile (default grade)")
     check.add_argument("-n", "--workers", default="auto", help="pytest-xdist workers")
     check.add_argument("--exhaustive", action="store_true",
-                       help="every workload of a scope instead of a random search")  # fmt: skip
+                       help="every behaviour reachable in a scope, not random search")  # fmt: skip
     check.add_argument("--scope", default="small", choices=sorted(SCOPES),
                        help="the scope of --exhaustive (default small)")  # fmt: skip
     check.add_argument("--gradescope", metavar="RESULTS.json",

@@ -1,11 +1,12 @@
-"""The check's other modes: `--replay` saved workloads, `--exhaustive` over a scope, and the
-HTML page of a failing trace (`--html`)."""
+"""The check's other modes: `--replay` saved workloads, `--exhaustive` over a scope (every
+reachable behaviour), and the HTML page of a failing trace (`--html`)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from harness import faults
@@ -13,6 +14,7 @@ from harness.sandbox.impl import Implementation, open_impl
 from harness.sandbox.isolation import Limits
 from harness.search.exhaustive import check_exhaustive
 from harness.verdict.html import page
+from harness.verdict.report import replay_hints
 from harness.verdict.verify import verify
 from invariants.regression import Regression
 from invariants.violation import PRIORITY
@@ -61,16 +63,30 @@ def draw_saved(args: argparse.Namespace, path: Path, failures: Path) -> None:
 
 
 def exhaustive(args: argparse.Namespace, path: Path, limits: Limits) -> int:
+    """Every behaviour reachable in a scope (docs/exhaustive.md): PASS, or the shortest
+    failing path found, saved as a workload that `--replay` re-runs."""
     scope = SCOPES[args.scope]
     jobs = os.cpu_count() or 1 if args.workers == "auto" else int(args.workers)
     print(scope.describe(), flush=True)
-    scan = check_exhaustive(str(path), scope.name, jobs, limits, args.in_process)
-    print(f"{scan.count} workloads")
+    scan = check_exhaustive(str(path), scope, jobs, limits, args.in_process)
+    print(
+        f"{'explored' if scan.finished else 'stopped at the first failure after'} "
+        f"{scan.states:,} distinct states of {len(scope.spaces())} configs, {scan.edges:,} "
+        f"transitions (each a whole workload, every check), {scan.seconds:.1f} s on {jobs} "
+        "worker(s)"
+    )
     if scan.failure is None:
-        print(f"PASS {path}: no divergence from the reference on any of them")
+        assert scan.finished, "a scan stops early only at a failure"
+        print(f"PASS {path}: every behaviour reachable in the scope satisfies every check")
         return faults.PASS
     workload, verdict = scan.failure
-    print(f"FAIL {path}: the smallest failing workload found\n\n{verdict.report()}")
+    first = verdict.violations[0]
+    folder = Path(args.save_failures or tempfile.mkdtemp(prefix="schedcheck-failures-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = folder / f"{first.check}.json"
+    saved.write_text(Regression(workload, first.check, str(first)).to_json())
+    print(f"FAIL {path}: the shortest failing path found\n\n{verdict.report()}\n")
+    print(replay_hints(str(path), workload, saved))
     if args.html:
         impl = open_impl(path, args.in_process, limits)
         try:

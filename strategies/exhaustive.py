@@ -1,11 +1,16 @@
-"""Every workload of a small scope, once: bounded-exhaustive verification.
+"""The scopes of bounded-exhaustive checking: what the environment may do, written out.
 
-A scope bounds the config and the requests; `enumerate_scope` yields each feasible workload
-in it exactly once, in a canonical form: requests are named a1, a2, ... in arrival order
-(names carry no behaviour but the token stream, so two workloads that differ only by names
-are the same), the first arrives at step 1 (a run that starts with idle steps is the same
-run, later), and the token model says eos only where `eos_at` puts it. Every workload
-calls update() a second time at each step (it must change nothing).
+A scope is a grid of configs and, for each, a `Space`: the kinds of request that may
+arrive (prompt_len, max_tokens), how many in all, at which steps, how many at once, and
+whether a sampled token may be eos. `check --exhaustive` explores every behaviour of an
+implementation reachable in each space (harness/search/explore.py); `workloads` writes
+out the same space as whole workloads, one by one, which is what a visited set saves.
+
+Canonical forms keep each workload once: requests are named a1, a2, ... in arrival order
+(names carry no behaviour but the token stream), requests arriving at one step come in a
+fixed order of kinds, the first arrives at step 1 (leading idle steps change nothing), and
+eos as the last allowed token is left out (it ends the sequence just as max_tokens does).
+Every workload calls update() a second time at each step: it must change nothing.
 """
 
 from __future__ import annotations
@@ -15,80 +20,115 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from invariants.tokens import TokenModel
-from invariants.workload import Config, Request, Workload
+from invariants.workload import Config, Request, Workload, blocks_for
+
+Kind = tuple[int, int]  # (prompt_len, max_tokens)
+
+
+@dataclass(frozen=True)
+class Space:
+    """One config, and what may arrive: the unit the explorer searches."""
+
+    config: Config  # eos_token_id set, or eos choices change nothing
+    kinds: tuple[Kind, ...]
+    requests: int  # at most this many in all
+    arrival_steps: int  # they arrive at steps 1 .. arrival_steps
+    per_step: int  # at most this many at one step
+    eos: bool = True  # whether a sampled token may be eos (where it is not the last)
 
 
 @dataclass(frozen=True)
 class Scope:
+    """A grid of configs, each with the same kinds of request (those that fit it)."""
+
     name: str
-    num_blocks: int
-    block_size: int
-    max_num_seqs: int
-    budget: int
+    num_blocks: tuple[int, ...]
+    block_size: tuple[int, ...]
+    max_num_seqs: tuple[int, ...]
+    budget: tuple[int, ...]  # max_num_batched_tokens
+    kinds: tuple[Kind, ...]
     requests: int
-    prompt_len: int
-    max_tokens: int
-    arrival_steps: int  # requests arrive at step 1 .. arrival_steps
-    eos_positions: tuple[int | None, ...]  # where a request's eos may come (None: never)
+    arrival_steps: int
+    per_step: int
+
+    def spaces(self) -> list[Space]:
+        """One space per config, with the kinds that fit it alone (feasible input only)."""
+        found = []
+        grid = (self.num_blocks, self.block_size, self.max_num_seqs, self.budget)
+        for nb, bs, seqs, budget in itertools.product(*grid):
+            fits = tuple(k for k in self.kinds if blocks_for(k[0] + k[1] - 1, bs) <= nb)
+            if fits:
+                found.append(Space(Config(nb, bs, seqs, budget, 0), fits, self.requests,
+                                   self.arrival_steps, self.per_step))  # fmt: skip
+        return found
+
+    def workloads(self) -> Iterator[Workload]:
+        for space in self.spaces():
+            yield from workloads(space)
 
     def describe(self) -> str:
-        eos = ", ".join("never" if p is None else f"token {p + 1}" for p in self.eos_positions)
+        def some(values: tuple[int, ...]) -> str:
+            return "{" + ", ".join(map(str, values)) + "}"
+
+        kinds = ", ".join(f"{p}+{m}" for p, m in self.kinds)
         return (
-            f"scope {self.name}: num_blocks <= {self.num_blocks}, block_size <= "
-            f"{self.block_size}, max_num_seqs <= {self.max_num_seqs}, max_num_batched_tokens "
-            f"<= {self.budget}; 1 to {self.requests} requests with prompt_len <= "
-            f"{self.prompt_len} and max_tokens <= {self.max_tokens}, arriving at steps 1 to "
-            f"{self.arrival_steps}; eos (token 0) at: {eos}; feasible workloads only"
+            f"scope {self.name}: num_blocks in {some(self.num_blocks)}, block_size in "
+            f"{some(self.block_size)}, max_num_seqs in {some(self.max_num_seqs)}, "
+            f"max_num_batched_tokens in {some(self.budget)}; up to {self.requests} requests "
+            f"(prompt_len+max_tokens: {kinds}; those that fit), arriving at steps 1 to "
+            f"{self.arrival_steps}, at most {self.per_step} at a time; any sampled token but "
+            "the last allowed may be eos (token 0)"
         )
 
 
+KINDS = ((1, 2), (2, 3), (5, 2))  # decode-heavy, mixed, and a prompt longer than any budget
+# fmt: off
 SCOPES = {
-    # A few seconds: the mode itself, end to end (a smoke test on every push), not a guarantee
-    # worth stating; `small` is the default.
-    "smoke": Scope("smoke", 3, 2, 2, 3, 2, 2, 2, 2, (None, 0)),
-    "small": Scope("small", 4, 2, 2, 4, 3, 2, 2, 2, (None, 0)),
-    "medium": Scope("medium", 4, 2, 2, 4, 3, 3, 2, 2, (None, 0)),
-    "nightly": Scope("nightly", 5, 2, 3, 6, 3, 4, 3, 3, (None, 0, 1)),
+    # Seconds: the mode itself, end to end, on every push; not a guarantee worth stating.
+    "smoke": Scope("smoke", (2, 3), (1, 2), (1, 2), (2, 3), ((1, 1), (1, 2), (2, 2)), 2, 2, 2),
+    # The default: three running at once, chunks of a prompt longer than the budget left,
+    # second preemptions after output (docs/exhaustive.md).
+    "small": Scope("small", (3, 4, 5, 6), (1, 2), (2, 3), (3, 4), KINDS, 3, 3, 2),
+    "medium": Scope("medium", (3, 4, 5, 6), (1, 2, 3), (1, 2, 3), (2, 3, 4, 5),
+                    ((1, 1), (1, 3), (2, 2), (3, 2), (6, 1)), 3, 3, 2),
+    "nightly": Scope("nightly", (3, 4, 5, 6, 8), (1, 2, 3), (1, 2, 3, 4), (2, 3, 4, 5, 6),
+                     ((1, 1), (1, 3), (2, 2), (3, 2), (6, 1), (7, 3)), 4, 4, 2),
 }
+# fmt: on
 
 
-def enumerate_scope(scope: Scope) -> Iterator[Workload]:
-    """Every feasible workload of `scope`, once, in a fixed order."""
-    kinds = [
-        (p, m, eos)
-        for p in range(1, scope.prompt_len + 1)
-        for m in range(1, scope.max_tokens + 1)
-        for eos in scope.eos_positions
-        # eos as the last allowed token ends the sequence just as max_tokens would
-        if eos is None or eos < m - 1
-    ]
-    configs = list(itertools.product(
-        range(1, scope.num_blocks + 1), range(1, scope.block_size + 1),
-        range(1, scope.max_num_seqs + 1), range(1, scope.budget + 1),
-    ))  # fmt: skip
-    for count in range(1, scope.requests + 1):  # fewest requests first: smallest worlds
-        for nb, bs, seqs, budget in configs:
-            fits = [k for k in kinds if -(-(k[0] + k[1] - 1) // bs) <= nb]
-            for chosen in itertools.product(fits, repeat=count):
-                for arrivals in _arrivals(count, scope.arrival_steps):
-                    yield _workload(Config(nb, bs, seqs, budget, 0), chosen, arrivals)
+def workloads(space: Space) -> Iterator[Workload]:
+    """Every workload of `space` once: each plan of arrivals, each choice of eos."""
+    for requests in plans(space):
+        options = [(None, *range(r.max_tokens - 1)) if space.eos else (None,) for r in requests]
+        for positions in itertools.product(*options):
+            eos_at = tuple(
+                (r.seq_id, p) for r, p in zip(requests, positions, strict=True) if p is not None
+            )
+            yield Workload(space.config, requests, TokenModel(eos_at=eos_at), reupdate=True)
 
 
-def _arrivals(count: int, steps: int) -> Iterator[tuple[int, ...]]:
-    """Non-decreasing arrival steps, the first at step 1."""
-    for rest in itertools.combinations_with_replacement(range(1, steps + 1), count - 1):
-        yield (1, *rest)
+def arrivals(space: Space, step: int, so_far: int) -> Iterator[tuple[Request, ...]]:
+    """What may arrive at `step` after `so_far` requests: nothing, or up to `per_step` of
+    the kinds, in a fixed order (the explorer's edges and `workloads` share this)."""
+    room = min(space.per_step, space.requests - so_far)
+    if step > space.arrival_steps or room <= 0:
+        yield ()
+        return
+    for count in range(room + 1):
+        for kinds in itertools.combinations_with_replacement(space.kinds, count):
+            yield tuple(Request(f"a{so_far + 1 + i}", p, m, step) for i, (p, m) in enumerate(kinds))
 
 
-def _workload(
-    config: Config, chosen: tuple[tuple[int, int, int | None], ...], arrivals: tuple[int, ...]
-) -> Workload:
-    requests = tuple(
-        Request(f"a{i}", p, m, arrival)
-        for i, ((p, m, _), arrival) in enumerate(zip(chosen, arrivals, strict=True), start=1)
-    )
-    eos_at = tuple(
-        (f"a{i}", eos) for i, (_, _, eos) in enumerate(chosen, start=1) if eos is not None
-    )
-    # update() twice per step: the second must change nothing, so it only adds checking.
-    return Workload(config, requests, TokenModel(eos_at=eos_at), reupdate=True)
+def plans(
+    space: Space, step: int = 1, so_far: tuple[Request, ...] = ()
+) -> Iterator[tuple[Request, ...]]:
+    """Every plan of arrivals from `step` on, after `so_far`: the requests of a workload."""
+    if step > space.arrival_steps or len(so_far) == space.requests:
+        if so_far:
+            yield so_far
+        return
+    for arrived in arrivals(space, step, len(so_far)):
+        if not so_far and not arrived:
+            continue  # the first request arrives at step 1
+        yield from plans(space, step + 1, so_far + arrived)

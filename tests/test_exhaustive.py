@@ -1,5 +1,6 @@
-"""Bounded-exhaustive: the reference passes every workload of the `small` scope, split in
-chunks that `pytest -n auto` spreads over cores, and the scope catches every mutant."""
+"""Bounded-exhaustive checking (issue 18): the reference and the equivalents pass, every
+mutant of the catalogue fails the default scope with the check its docstring names, and the
+visited set runs fewer workloads than the scope's enumeration with the same verdicts."""
 
 from __future__ import annotations
 
@@ -7,60 +8,104 @@ from pathlib import Path
 
 import pytest
 
-from harness.drive.loader import load_impl
-from harness.sandbox.impl import Implementation, InProcess, reference
-from harness.sandbox.isolation import Isolated, Limits
-from harness.search.exhaustive import scan_chunk
-from strategies.exhaustive import SCOPES, enumerate_scope
+from harness.sandbox.impl import Implementation, open_impl, reference
+from harness.sandbox.isolation import Limits
+from harness.search.exhaustive import check_exhaustive, explore_spaces
+from harness.verdict.verify import verify
+from strategies.exhaustive import KINDS, SCOPES, Scope
 from tests.catalogue import standalone
-from tests.helpers import ROOT
+from tests.helpers import ROOT, rotation_day
+from tests.test_mutants_found import expected_checks
 
-CHUNKS = 8
-MUTANTS = Path(__file__).parent / "mutants"
+MUTANTS = sorted((ROOT / "tests" / "mutants").glob("*.py"))
+EQUIVALENTS = sorted((ROOT / "tests" / "equivalents").glob("*.py"))
 HANGS = {"infinite_loop_full_house"}
-# Mutants whose bug needs more than the small scope holds (docs/exhaustive.md says why).
-UNREACHABLE = {
-    "exception_on_rare_path": "a sequence preempted twice",
-    "second_preemption_keeps_num_computed": "a sequence preempted twice",
-    "phase1_stops_when_budget_low": "a running sequence with more tokens left than the budget",
-}
+CHUNKS = 4
+SMALL = SCOPES["small"]
 
 
-def test_enumeration_is_canonical_and_without_duplicates() -> None:
-    workloads = list(enumerate_scope(SCOPES["small"]))
-    assert len(workloads) == len(set(map(repr, workloads))) == 32736
-    assert all(w.requests[0].arrival == 1 and not w.infeasible() for w in workloads)
-    assert all(
-        [r.seq_id for r in w.requests] == [f"a{i}" for i in range(1, len(w.requests) + 1)]
-        for w in workloads
-    )
+def load(path: Path) -> Implementation:
+    """In process for speed (our own files); isolated where the bug is a hang."""
+    if path.stem in HANGS:
+        return open_impl(standalone(path), limits=Limits(call_timeout=0.5))
+    return open_impl(standalone(path), in_process=True)
+
+
+def test_a_scope_writes_each_workload_once() -> None:
+    workloads = list(SCOPES["smoke"].workloads())
+    assert len(workloads) == len(set(map(repr, workloads))) > 100
+    for w in workloads:
+        assert w.requests[0].arrival == 1 and not w.infeasible()
+        assert [r.seq_id for r in w.requests] == [f"a{i}" for i in range(1, len(w.requests) + 1)]
+        assert all(p < r.max_tokens - 1 for r in w.requests for s, p in w.model.eos_at
+                   if s == r.seq_id)  # fmt: skip
+
+
+def test_a_config_keeps_only_the_kinds_that_fit_it() -> None:
+    scope = Scope("t", (3,), (1,), (1,), (3,), ((1, 1), (2, 2), (5, 1)), 1, 1, 1)
+    (space,) = scope.spaces()
+    assert space.kinds == ((1, 1), (2, 2))  # 5+1 needs 5 blocks of 1: it never fits in 3
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
-def test_reference_passes_every_workload_of_the_small_scope(chunk: int) -> None:
-    scan = scan_chunk(reference(), "small", chunk, CHUNKS)
+def test_the_reference_passes_the_default_scope(chunk: int) -> None:
+    scan = explore_spaces(reference(), SMALL.spaces()[chunk::CHUNKS])
     assert scan.failure is None, scan.failure[1].report()
-    assert scan.count in (32736 // CHUNKS, 32736 // CHUNKS + 1)
+    assert scan.finished and scan.states > 100
 
 
-def test_the_unreachable_are_documented() -> None:
-    doc = (ROOT / "docs" / "exhaustive.md").read_text()
-    assert all(f"`{name}`" in doc for name in UNREACHABLE)
+@pytest.mark.parametrize("path", EQUIVALENTS, ids=lambda p: p.stem)
+def test_an_equivalent_passes_the_smoke_scope(path: Path) -> None:
+    scan = explore_spaces(load(path), SCOPES["smoke"].spaces())
+    assert scan.failure is None, scan.failure[1].report()
 
 
 @pytest.mark.parametrize(
-    "mutant", sorted(p.stem for p in MUTANTS.glob("*.py") if p.stem not in UNREACHABLE)
-)
-def test_small_scope_catches_the_mutant(mutant: str) -> None:
-    path = MUTANTS / f"{mutant}.py"
-    # In process for speed (these are our own files); isolated where the bug is a hang.
-    impl: Implementation
-    if mutant in HANGS:
-        impl = Isolated(standalone(path), Limits(call_timeout=0.5))
-    else:
-        impl = InProcess(load_impl(path), str(path))
+    "path",
+    [pytest.param(p, marks=() if i == rotation_day() % len(EQUIVALENTS) else pytest.mark.costly)
+     for i, p in enumerate(EQUIVALENTS)],
+    ids=lambda p: p.stem,
+)  # fmt: skip
+def test_an_equivalent_passes_the_default_scope_in_its_box(path: Path) -> None:
+    """The path `check --exhaustive` takes, whole, isolated: one equivalent a day (all of
+    them with -m costly)."""
+    scan = check_exhaustive(str(standalone(path)), SMALL, 2, Limits())
+    assert scan.failure is None, scan.failure[1].report()
+    assert scan.finished
+
+
+@pytest.mark.parametrize("path", MUTANTS, ids=lambda p: p.stem)
+def test_the_default_scope_catches_the_mutant(path: Path) -> None:
+    impl = load(path)
     try:
-        scan = scan_chunk(impl, "small", 0, 1, first=True)
+        scan = explore_spaces(impl, SMALL.spaces())
     finally:
         impl.stop()
-    assert scan.failure is not None, f"{mutant} passes all {scan.count} workloads"
+    assert scan.failure is not None, f"{path.stem} passes {scan.edges} transitions"
+    workload, verdict = scan.failure
+    fired = {v.check for v in verdict.violations}
+    assert fired & expected_checks(path), verdict.report()
+    assert not verify(load(path), workload).ok  # the path replays as a workload
+
+
+# Three requests, two or three running, preemption: where paths meet often.
+COMPARED = Scope("compared", (3, 5), (1, 2), (2, 3), (4,), KINDS, 3, 2, 2)
+
+
+def test_the_visited_set_runs_fewer_workloads_with_the_same_verdicts() -> None:
+    """Explored against the same scope's enumeration, on every file of the catalogue."""
+    scope = COMPARED
+    workloads, passed = list(scope.workloads()), []
+    for path in EQUIVALENTS[:1] + MUTANTS:
+        impl = load(path)
+        try:
+            scan = explore_spaces(impl, scope.spaces())
+            enumerated = next((w for w in workloads if not verify(impl, w).ok), None)
+        finally:
+            impl.stop()
+        assert (scan.failure is None) == (enumerated is None), path.stem
+        if scan.failure is None:
+            assert scan.edges < len(workloads), (scan.edges, len(workloads))
+            passed.append(path.stem)
+    # Not vacuous: the correct files pass, and most mutants fail both ways.
+    assert passed[0] == EQUIVALENTS[0].stem and len(passed) < len(MUTANTS) / 4

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness.sandbox.impl import Implementation, open_impl
-from harness.search.explore import Space, explore
+from harness.search.explore import explore
 from harness.verdict.verify import verify
 from invariants.workload import Config
+from strategies.exhaustive import Space
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 
@@ -26,7 +27,7 @@ def load(path: Path, isolated: bool = False) -> Implementation:
 
 @pytest.mark.parametrize("name", ["one_pass", "dataclass_auto", "nano_style"])
 def test_a_correct_file_explores_clean(name: str) -> None:
-    found = explore(load(ROOT / "tests" / "equivalents" / f"{name}.py"), SPACE)
+    found = explore(load(ROOT / "tests" / "equivalents" / f"{name}.py"), [SPACE])
     assert found.failure is None
     assert found.states >= 10 and found.edges >= found.states
 
@@ -34,7 +35,7 @@ def test_a_correct_file_explores_clean(name: str) -> None:
 def test_a_correct_file_explores_clean_in_its_box() -> None:
     impl = load(ROOT / "tests" / "equivalents" / "while_true.py", isolated=True)
     try:
-        found = explore(impl, SPACE)
+        found = explore(impl, [SPACE])
     finally:
         impl.stop()
     assert found.failure is None and found.states >= 10
@@ -42,7 +43,7 @@ def test_a_correct_file_explores_clean_in_its_box() -> None:
 
 def test_a_mutant_fails_on_a_shortest_path() -> None:
     impl = load(ROOT / "tests" / "mutants" / "preempts_oldest.py")
-    found, tree = explore(impl, SPACE), explore(impl, SPACE, dedup=False)
+    found, tree = explore(impl, [SPACE]), explore(impl, [SPACE], dedup=False)
     assert found.failure is not None and tree.failure is not None
     workload, verdict = found.failure
     assert verdict.violations[0].check in {"F1", "I4"}
@@ -57,7 +58,7 @@ def test_a_mutant_fails_on_a_shortest_path() -> None:
 )
 def test_the_visited_set_explores_fewer_transitions(path: Path) -> None:
     impl = load(path)
-    found, tree = explore(impl, SPACE), explore(impl, SPACE, dedup=False)
+    found, tree = explore(impl, [SPACE]), explore(impl, [SPACE], dedup=False)
     assert (found.failure is None) == (tree.failure is None)
     if found.failure is None:
         assert found.edges < tree.edges

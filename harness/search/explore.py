@@ -1,6 +1,5 @@
-"""Exhaustive checking as a model checker (issue 18, first version, not yet behind
-`check --exhaustive`): the reachable states of an implementation under a scope, each
-explored once.
+"""Exhaustive checking as a model checker (issue 18): the reachable states of an
+implementation in the spaces of a scope, each explored once.
 
 A path is a workload: the config, the requests that arrived so far (each with its step)
 and the eos decisions so far (`TokenModel.eos_at`). From the state after step k, an edge
@@ -11,34 +10,26 @@ included: `run` finishes a path by itself, with no more arrivals and no eos beyo
 too. The state after step k+1, in a canonical form, is the node; a node seen before is not
 expanded again. Breadth-first, so the first failure found has the fewest steps.
 
-The visited set is sound for an implementation whose future depends only on what the
-snapshot shows; hidden state (a step counter, say) can make two equal snapshots differ.
+Reaching a state re-runs its path from the start in the worker: the submission stays a
+black box that hands back plain data, and a hang or a crash anywhere is a failure with
+its path. The visited set is sound for an implementation whose future depends only on
+what the snapshot shows; hidden state (a set of sequences preempted before, say) can make
+two equal snapshots differ, and then a behaviour behind the second one may go unexplored.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from harness.sandbox.impl import Implementation
 from harness.verdict.verify import Verdict, verify
 from invariants.tokens import TokenModel
 from invariants.trace import State, Trace
-from invariants.workload import Config, Request, Workload
-
-
-@dataclass(frozen=True)
-class Space:
-    """What the environment may do: the config, the kinds of request, how many and when."""
-
-    config: Config  # eos_token_id set, or eos choices change nothing
-    kinds: tuple[tuple[int, int], ...]  # (prompt_len, max_tokens) a request may have
-    requests: int  # at most this many in all
-    arrival_steps: int  # they arrive at steps 1 .. arrival_steps
-    per_step: int  # at most this many at one step
-    eos: bool = True  # whether a sampled token may be eos (where it is not the last)
+from invariants.workload import Request, Workload
+from strategies.exhaustive import Space, arrivals
 
 
 @dataclass
@@ -46,6 +37,7 @@ class Exploration:
     states: int = 0  # distinct canonical states reached
     edges: int = 0  # transitions explored: one verified workload each
     failure: tuple[Workload, Verdict] | None = None
+    finished: bool = False  # every reachable state of every space was explored
 
 
 @dataclass(frozen=True)
@@ -57,12 +49,35 @@ class _Path:
 
 @dataclass
 class _Search:
+    """One space's search: its visited set and its frontier, one depth at a time."""
+
     impl: Implementation
     space: Space
     dedup: bool
-    found: Exploration = field(default_factory=Exploration)
+    found: Exploration  # shared by the spaces explored together
     seen: set[object] = field(default_factory=set)
-    frontier: deque[_Path] = field(default_factory=deque)
+    frontier: deque[_Path] = field(default_factory=lambda: deque([_Path()]))
+
+    def level(self, stop: Callable[[], bool]) -> None:
+        """Expand every path of the current depth (one step longer each), unless a failure
+        is found or `stop()` says so."""
+        for _ in range(len(self.frontier)):
+            if self.found.failure is not None or stop():
+                return
+            self.expand(self.frontier.popleft())
+
+    def expand(self, path: _Path) -> None:
+        step = path.steps + 1
+        for arrived in arrivals(self.space, step, len(path.requests)):
+            requests = path.requests + arrived
+            if not requests:
+                continue  # an idle step before anything arrived is the same run, later
+            trace = self.edge(requests, path.eos_at)
+            self.reach(trace, _Path(requests, path.eos_at, step))
+            for eos_at in _eos_choices(self.space, trace, step, path.eos_at, requests):
+                self.reach(self.edge(requests, eos_at), _Path(requests, eos_at, step))
+            if self.found.failure is not None:
+                return
 
     def edge(self, requests: tuple[Request, ...], eos_at: tuple[tuple[str, int], ...]) -> Trace:
         workload = Workload(self.space.config, requests, TokenModel(eos_at=eos_at), reupdate=True)
@@ -89,31 +104,33 @@ class _Search:
             self.frontier.append(path)
 
 
-def explore(impl: Implementation, space: Space, dedup: bool = True) -> Exploration:
-    """Every state reachable in `space`, breadth-first; stops at the first failure.
-    `dedup=False` walks the tree of paths instead (what the visited set saves)."""
-    search = _Search(impl, space, dedup)
-    search.frontier.append(_Path())
-    while search.frontier and search.found.failure is None:
-        path = search.frontier.popleft()
-        step = path.steps + 1
-        for arrived in _arrivals(space, path, step):
-            requests = path.requests + arrived
-            if not requests:
-                continue  # an idle step before anything arrived is the same run, later
-            trace = search.edge(requests, path.eos_at)
-            search.reach(trace, _Path(requests, path.eos_at, step))
-            for eos_at in _eos_choices(space, trace, step, path.eos_at, requests):
-                search.reach(search.edge(requests, eos_at), _Path(requests, eos_at, step))
-            if search.found.failure is not None:
-                break
-    return search.found
+def explore(
+    impl: Implementation,
+    spaces: Sequence[Space],
+    dedup: bool = True,
+    stop: Callable[[], bool] = lambda: False,
+) -> Exploration:
+    """Every state reachable in the spaces, breadth-first across all of them (depth 1 of
+    every space, then depth 2, ...), so the first failure found is on a path of the fewest
+    steps; it stops there, or when `stop()` says so. `dedup=False` walks the tree of paths
+    instead (what the visited set saves)."""
+    found = Exploration()
+    searches = [_Search(impl, space, dedup, found) for space in spaces]
+    while found.failure is None and not stop():
+        searches = [s for s in searches if s.frontier]
+        if not searches:
+            found.finished = True
+            break
+        for search in searches:
+            search.level(stop)
+    return found
 
 
 def canonical(state: State, requests: tuple[Request, ...], more: int) -> object:
     """What decides the future: the live sequences in arrival order (renamed by position),
     each with what it has computed and may still produce, the queues, the blocks in use,
-    and how many requests may still arrive. Finished sequences and token values drop out."""
+    the preemption counter, and how many requests may still arrive. Finished sequences
+    and token values drop out (they decide nothing a correct scheduler does next)."""
     kinds = {r.seq_id: (r.prompt_len, r.max_tokens) for r in requests}
     live = [sid for sid, s in state.seqs.items() if s.status != "FINISHED"]
     index = {sid: i for i, sid in enumerate(live)}
@@ -123,18 +140,7 @@ def canonical(state: State, requests: tuple[Request, ...], more: int) -> object:
         if sid in index
     )
     queues = tuple(tuple(index.get(sid, -1) for sid in q) for q in (state.waiting, state.running))
-    return seqs, queues, state.blocks_used, more
-
-
-def _arrivals(space: Space, path: _Path, step: int) -> Iterator[tuple[Request, ...]]:
-    room = min(space.per_step, space.requests - len(path.requests))
-    if step > space.arrival_steps or room <= 0:
-        yield ()
-        return
-    for count in range(room + 1):
-        for kinds in itertools.combinations_with_replacement(space.kinds, count):
-            first = len(path.requests) + 1
-            yield tuple(Request(f"a{first + i}", p, m, step) for i, (p, m) in enumerate(kinds))
+    return seqs, queues, state.blocks_used, more, state.num_preemptions
 
 
 def _eos_choices(
