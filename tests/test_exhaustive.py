@@ -1,6 +1,8 @@
 """Bounded-exhaustive checking (issue 18): the reference and the equivalents pass, every
 mutant of the catalogue fails the default scope with the check its docstring names, and the
-visited set runs fewer workloads than the scope's enumeration with the same verdicts."""
+visited set runs fewer workloads than the scope's enumeration with the same verdicts.
+(`check --exhaustive` itself, isolated: tests/test_equivalents.py, every equivalent on the
+default scope with -m costly.)"""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ import pytest
 
 from harness.sandbox.impl import Implementation, open_impl, reference
 from harness.sandbox.isolation import Limits
-from harness.search.exhaustive import check_exhaustive, explore_spaces
+from harness.search.exhaustive import explore_spaces
 from harness.verdict.verify import verify
 from strategies.exhaustive import KINDS, SCOPES, Scope
 from tests.catalogue import standalone
-from tests.helpers import ROOT, rotation_day
+from tests.helpers import ROOT
 from tests.test_mutants_found import expected_checks
 
 MUTANTS = sorted((ROOT / "tests" / "mutants").glob("*.py"))
@@ -58,20 +60,6 @@ def test_the_reference_passes_the_default_scope(chunk: int) -> None:
 def test_an_equivalent_passes_the_smoke_scope(path: Path) -> None:
     scan = explore_spaces(load(path), SCOPES["smoke"].spaces())
     assert scan.failure is None, scan.failure[1].report()
-
-
-@pytest.mark.parametrize(
-    "path",
-    [pytest.param(p, marks=() if i == rotation_day() % len(EQUIVALENTS) else pytest.mark.costly)
-     for i, p in enumerate(EQUIVALENTS)],
-    ids=lambda p: p.stem,
-)  # fmt: skip
-def test_an_equivalent_passes_the_default_scope_in_its_box(path: Path) -> None:
-    """The path `check --exhaustive` takes, whole, isolated: one equivalent a day (all of
-    them with -m costly)."""
-    scan = check_exhaustive(str(standalone(path)), SMALL, 2, Limits())
-    assert scan.failure is None, scan.failure[1].report()
-    assert scan.finished
 
 
 @pytest.mark.parametrize("path", MUTANTS, ids=lambda p: p.stem)
