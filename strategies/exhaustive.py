@@ -88,11 +88,11 @@ SCOPES = {
     "smoke": Scope("smoke", (2, 3), (1, 2), (1, 2), (2, 3), ((1, 1), (1, 2), (2, 2)), 2, 2, 2),
     # The default: three running at once, chunks of a prompt longer than the budget left,
     # second preemptions after output (docs/exhaustive.md).
-    "small": Scope("small", (3, 4, 5, 6), (1, 2), (2, 3), (3, 4), KINDS, 3, 3, 2),
+    "small": Scope("small", (3, 4, 5, 6), (1, 2, 3), (2, 3), (3, 4), KINDS, 3, 3, 2),
     "medium": Scope("medium", (3, 4, 5, 6), (1, 2, 3), (1, 2, 3), (2, 3, 4, 5),
                     ((1, 1), (1, 3), (2, 2), (3, 2), (6, 1)), 3, 3, 2),
-    "nightly": Scope("nightly", (3, 4, 5, 6, 8), (1, 2, 3), (1, 2, 3, 4), (2, 3, 4, 5, 6),
-                     ((1, 1), (1, 3), (2, 2), (3, 2), (6, 1), (7, 3)), 4, 4, 2),
+    "nightly": Scope("nightly", (3, 4, 5, 6), (1, 2, 3), (1, 2, 3), (2, 3, 4, 5),
+                     ((1, 1), (1, 3), (2, 2), (3, 2), (6, 1)), 4, 3, 2),
 }
 # fmt: on
 

@@ -12,7 +12,7 @@ import pytest
 
 from harness.sandbox.impl import Implementation, open_impl, reference
 from harness.sandbox.isolation import Limits
-from harness.search.exhaustive import explore_spaces
+from harness.search.exhaustive import check_exhaustive, explore_spaces
 from harness.verdict.verify import verify
 from strategies.exhaustive import KINDS, SCOPES, Scope
 from tests.catalogue import standalone
@@ -97,3 +97,44 @@ def test_the_visited_set_runs_fewer_workloads_with_the_same_verdicts() -> None:
             passed.append(path.stem)
     # Not vacuous: the correct files pass, and most mutants fail both ways.
     assert passed[0] == EQUIVALENTS[0].stem and len(passed) < len(MUTANTS) / 4
+
+
+# The reference until three sequences run at once, deep in the search; then it turns.
+TURNS = {
+    "exits": "os._exit(0)",
+    "hangs": "while True: pass",
+    "lies": "return Always({'a1': 1})",
+}
+
+
+@pytest.mark.parametrize("turn", sorted(TURNS))
+def test_a_turn_mid_exploration_is_a_failure_with_its_path(turn: str, tmp_path: Path) -> None:
+    source = f'''
+import os
+from scheduler import Scheduler as _Reference
+from scheduler import Sequence, SequenceStatus
+
+
+class Always(dict):
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __hash__ = None
+
+
+class Scheduler(_Reference):
+    def schedule(self):
+        if len(self.running) == 3:
+            {TURNS[turn]}
+        return super().schedule()
+'''
+    (tmp_path / "turns.py").write_text(source)
+    path = standalone(tmp_path / "turns.py")
+    scan = check_exhaustive(str(path), SMALL, 2, Limits(call_timeout=0.5))
+    assert scan.failure is not None and scan.edges > 50  # it ran a while before the turn
+    workload, verdict = scan.failure
+    assert verdict.violations[0].check == "C1", verdict.report()
+    impl = open_impl(path, limits=Limits(call_timeout=0.5))
+    try:
+        assert not verify(impl, workload).ok  # the path is the counterexample
+    finally:
+        impl.stop()
