@@ -109,7 +109,7 @@ TURNS = {
 
 @pytest.mark.parametrize("turn", sorted(TURNS))
 def test_a_turn_mid_exploration_is_a_failure_with_its_path(turn: str, tmp_path: Path) -> None:
-    source = f'''
+    source = f"""
 import os
 from scheduler import Scheduler as _Reference
 from scheduler import Sequence, SequenceStatus
@@ -126,7 +126,7 @@ class Scheduler(_Reference):
         if len(self.running) == 3:
             {TURNS[turn]}
         return super().schedule()
-'''
+"""
     (tmp_path / "turns.py").write_text(source)
     path = standalone(tmp_path / "turns.py")
     scan = check_exhaustive(str(path), SMALL, 2, Limits(call_timeout=0.5))
