@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from harness import faults
 from harness.sandbox.impl import Implementation, open_impl, reference
 from harness.sandbox.isolation import Limits
 from harness.search.exhaustive import check_exhaustive, explore_spaces
 from harness.verdict.verify import verify
+from schedcheck.cli import main
 from strategies.exhaustive import KINDS, SCOPES, Scope
 from tests.catalogue import standalone
 from tests.helpers import ROOT
@@ -138,3 +140,19 @@ class Scheduler(_Reference):
         assert not verify(impl, workload).ok  # the path is the counterexample
     finally:
         impl.stop()
+
+
+def test_check_exhaustive_reports_a_path_that_replays(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    mutant = str(standalone(ROOT / "tests" / "mutants" / "preempts_neighbour.py"))
+    saved, html = tmp_path / "found", tmp_path / "trace.html"
+    code = main(["check", mutant, "--exhaustive", "--save-failures", str(saved), "--html",
+                 str(html)])  # fmt: skip
+    out = capfd.readouterr().out
+    assert code == faults.FAIL, out
+    assert "stopped at the first failure after" in out and "shortest failing path" in out
+    assert "I5 at step" in out and html.read_text().startswith("<!DOCTYPE html>")
+    (replayable,) = saved.glob("*.json")
+    assert f"--replay {replayable}" in out
+    assert main(["check", mutant, "--replay", str(replayable)]) == faults.FAIL
