@@ -29,6 +29,7 @@ from harness.sandbox.isolation import Limits
 from harness.search.fuzz import campaign
 from schedcheck import __version__
 from schedcheck.check import DEFAULT_PATH, check
+from schedcheck.engine import add_parser, engine_command
 from strategies.exhaustive import SCOPES
 
 DOCS = {"spec": "spec.md", "contract": "contract.md"}
@@ -91,6 +92,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--call-timeout", type=float, default=2.0, metavar="S")
     grade.add_argument("--sample", type=int, default=SAMPLE_SIZE, metavar="N",
                        help=f"random workloads per submission (default {SAMPLE_SIZE})")  # fmt: skip
+    add_parser(commands)
     for name in DOCS:
         commands.add_parser(name, help=f"print docs/{DOCS[name]} (also in a checkout)")
     return top
@@ -108,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return grade(args)
         if args.command == "fuzz":
             return fuzz_campaign(args)
+        if args.command == "engine":
+            return engine_command(args)
         if args.command in DOCS:
             return show(DOCS[args.command])
         return check(args)

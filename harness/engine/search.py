@@ -1,0 +1,47 @@
+"""Search an engine for a failing workload with Hypothesis, shrink it, count what was reached.
+
+Derandomized: the same engine gets the same search and the same counterexample on every
+run, which a CI gate and a bug report both need.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, find, settings
+from hypothesis.errors import NoSuchExample
+
+from harness.engine.verdict import EngineVerdict, Runs, verify_engine
+from invariants.engine.workload import EngineWorkload
+from strategies.engine import engine_workloads, observe
+
+
+@dataclass
+class Search:
+    examples: int = 0
+    seconds: float = 0.0
+    reached: Counter[str] = field(default_factory=Counter)  # label -> workloads reaching it
+    failure: tuple[EngineWorkload, EngineVerdict] | None = None
+
+
+def search_engine(engine: Runs, examples: int = 1000) -> Search:
+    found = Search()
+    start = time.monotonic()
+
+    def fails(workload: EngineWorkload) -> bool:
+        verdict = verify_engine(engine, workload)
+        found.examples += 1
+        found.reached.update(observe(verdict.trace))
+        return not verdict.ok
+
+    options = settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+                       suppress_health_check=list(HealthCheck))  # fmt: skip
+    try:
+        workload = find(engine_workloads(), fails, settings=options)
+        found.failure = (workload, verify_engine(engine, workload))
+    except NoSuchExample:
+        pass
+    found.seconds = time.monotonic() - start
+    return found

@@ -1,0 +1,52 @@
+"""Checkouts of the engines in tests/engines/: the correct one, and each mutant assembled
+over it (the replaced module kept beside it as `_correct_<name>.py`, which the mutant
+subclasses). Written once per content to a cache folder, as the box needs whole files."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORRECT = HERE / "correct"
+MUTANTS = sorted((HERE / "mutants").glob("*.py"))
+_REPLACES = re.compile(r"^# replaces (\S+)$", re.M)
+
+
+def replaced(mutant: Path) -> str:
+    found = _REPLACES.search(mutant.read_text())
+    assert found, f"{mutant.name}: no '# replaces nanovllm/...' line"
+    return found.group(1)
+
+
+def expected_checks(mutant: Path) -> set[str]:
+    """The checks its docstring says catch it: "Caught by E2." or "Caught by E1 or E7."."""
+    found = re.search(r"Caught by ([^.]*)\.", mutant.read_text())
+    assert found, f"{mutant.name}: the docstring must say 'Caught by <check>.'"
+    return set(re.findall(r"\bE\d\b", found.group(1)))
+
+
+def checkout(mutant: Path | None = None) -> Path:
+    """The correct engine's checkout, or `mutant` assembled over it."""
+    if mutant is None:
+        return CORRECT
+    source = mutant.read_text()
+    digest = hashlib.sha256(source.encode() + _tree_digest()).hexdigest()[:16]
+    root = Path(tempfile.gettempdir()) / "schedcheck-engines" / f"{mutant.stem}-{digest}"
+    if not root.exists():
+        partial = root.with_name(root.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(CORRECT, partial, ignore=shutil.ignore_patterns("__pycache__"))
+        target = partial / replaced(mutant)
+        target.rename(target.with_name(f"_correct_{target.name}"))
+        target.write_text(source)
+        partial.rename(root)  # atomic: parallel test processes may build it at once
+    return root
+
+
+def _tree_digest() -> bytes:
+    files = sorted(p for p in CORRECT.rglob("*.py"))
+    return hashlib.sha256(b"".join(p.read_bytes() for p in files)).digest()

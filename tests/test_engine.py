@@ -1,0 +1,166 @@
+"""Engine checking (issue 19): the checks fire on the engines written here in nano-vllm's API
+(tests/engines/), each mutant with the check its docstring names, the correct engine
+passes, the traces and workloads round-trip as JSON, and the workloads reach the hard
+parts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from harness import faults
+from harness.engine.loader import NotAnEngine, load_engine
+from harness.engine.local import LocalEngine
+from harness.engine.search import search_engine
+from harness.engine.verdict import verify_engine
+from invariants.engine.checks import CATALOGUE, check_engine
+from invariants.engine.trace import EngineTrace
+from invariants.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from schedcheck.cli import main
+from strategies.engine import LABELS, engine_workloads
+from tests.engines.catalogue import CORRECT, MUTANTS, checkout, expected_checks
+
+SEARCH = settings(max_examples=150, derandomize=True, database=None, deadline=None,
+                  suppress_health_check=list(HealthCheck))  # fmt: skip
+
+
+def workload(*requests: EngineRequest, blocks: int = 4, size: int = 2, seqs: int = 2,
+             budget: int = 4) -> EngineWorkload:  # fmt: skip
+    return EngineWorkload(EngineConfig(blocks, size, seqs, budget), requests)
+
+
+def request(name: str, *prompt: int, max_tokens: int = 2, arrival: int = 1) -> EngineRequest:
+    return EngineRequest(name, prompt, max_tokens, False, arrival)
+
+
+SHARED = workload(request("r1", 1, 1, 2, 1), request("r2", 1, 1, 2, 2, arrival=2))
+
+
+@pytest.fixture(scope="module")
+def correct() -> LocalEngine:
+    return LocalEngine(CORRECT)
+
+
+@given(w=engine_workloads())
+@SEARCH
+def test_the_correct_engine_passes(correct: LocalEngine, w: EngineWorkload) -> None:
+    verdict = verify_engine(correct, w)
+    assert verdict.ok, verdict.report()
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+def test_each_mutant_is_caught_by_the_check_it_names(mutant: Path) -> None:
+    found = search_engine(LocalEngine(checkout(mutant)), examples=1000)
+    assert found.failure is not None, f"{mutant.stem} passed {found.examples} workloads"
+    check = found.failure[1].violations[0].check
+    assert check in expected_checks(mutant), found.failure[1].report()
+    assert set(expected_checks(mutant)) <= set(CATALOGUE)
+
+
+def test_a_shared_prefix_hits_the_cache_and_every_check_is_quiet(correct: LocalEngine) -> None:
+    verdict = verify_engine(correct, SHARED)
+    assert verdict.ok, verdict.report()
+    (r2,) = [s for step in verdict.trace.steps for s in step.scheduled if s.name == "r2"][:1]
+    assert r2.num_cached == 2  # its first block came from r1's
+
+
+def test_each_check_fires_on_a_trace_broken_for_it(correct: LocalEngine) -> None:
+    """E1-E4 and E7-E8 on a correct trace with one thing changed; E5 and E6 come from the
+    driver (next tests)."""
+    trace = verify_engine(correct, SHARED).trace
+    step = trace.steps[0]
+    seq, copy, before = step.scheduled[0], step.copies[0], step.after_schedule
+
+    def with_step(**changes: object) -> EngineTrace:
+        steps = (dataclasses.replace(step, **changes), *trace.steps[1:])
+        return dataclasses.replace(trace, steps=steps)
+
+    broken = {
+        "E1": with_step(scheduled=(seq._replace(num_scheduled=len(seq.token_ids) + 1),)),
+        "E2": with_step(scheduled=(seq._replace(block_table=(3, 3)),)),
+        "E3": with_step(after_schedule=before._replace(free=(0, *before.free))),
+        "E4": dataclasses.replace(trace, workload=dataclasses.replace(
+            trace.workload, config=EngineConfig(4, 2, 2, 1))),
+        "E7": dataclasses.replace(trace, outputs={**trace.outputs, "r1": (2, 2)}),
+        "E8": with_step(copies=(copy._replace(token_ids=None, last_token=None),)),
+    }  # fmt: skip
+    assert check_engine(trace) == []
+    for check, bad in broken.items():
+        assert check in {v.check for v in check_engine(bad)}, check
+
+
+def _engine_with(tmp_path: Path, scheduler_body: str) -> Path:
+    root = tmp_path / "fork"
+    shutil.copytree(CORRECT, root)
+    target = root / "nanovllm" / "engine" / "scheduler.py"
+    target.write_text(target.read_text() + scheduler_body)
+    return root
+
+
+def test_an_engine_that_never_finishes_is_e5(tmp_path: Path) -> None:
+    root = _engine_with(tmp_path, "\n\nScheduler.schedule = lambda self: ([], False)\n")
+    verdict = verify_engine(LocalEngine(root), SHARED)
+    assert [v.check for v in verdict.violations] == ["E5"]
+    assert "not finished after" in verdict.violations[0].message
+
+
+def test_an_engine_that_raises_is_e6_naming_its_line(tmp_path: Path) -> None:
+    body = "\n\ndef _boom(self, seq):\n    raise RuntimeError('no room')\n\nScheduler.add = _boom\n"
+    verdict = verify_engine(LocalEngine(_engine_with(tmp_path, body)), SHARED)
+    (v,) = verdict.violations
+    assert v.check == "E6" and "RuntimeError: no room" in v.message
+    assert "nanovllm/engine/scheduler.py" in v.message and "_boom" in v.message
+
+
+def test_a_trace_and_a_workload_round_trip_as_json(correct: LocalEngine) -> None:
+    trace = verify_engine(correct, SHARED).trace
+    again = EngineTrace.from_dict(json.loads(json.dumps(trace.to_dict())))
+    assert again == trace
+    assert EngineWorkload.from_json(SHARED.to_json()) == SHARED
+
+
+def test_output_alone_is_the_token_function_unrolled() -> None:
+    w = workload(request("r1", 1, 2, max_tokens=5))
+    out = w.alone(w.requests[0])
+    tokens = [1, 2]
+    for token in out:
+        assert token == w.next_token(tokens)
+        tokens.append(token)
+    assert len(out) == 5 or out[-1] == 0
+
+
+def test_invalid_workloads_are_named() -> None:
+    too_big = workload(request("r1", 1, 1, 1, 1, 1, max_tokens=4), blocks=2)
+    assert "r1 needs 4 KV blocks" in too_big.problems()[0]
+    assert "below max_num_seqs" in workload(request("r1", 1), seqs=3, budget=2).problems()[0]
+
+
+def test_the_workloads_reach_every_hard_part(correct: LocalEngine) -> None:
+    found = search_engine(correct, examples=300)
+    assert found.failure is None
+    assert {label for label in LABELS if found.reached[label] == 0} == set()
+
+
+def test_two_checkouts_load_side_by_side(tmp_path: Path) -> None:
+    first = load_engine(CORRECT)
+    other = load_engine(checkout(MUTANTS[0]))
+    assert first.Scheduler is not other.Scheduler
+    assert first.Scheduler.__module__ == other.Scheduler.__module__ == "nanovllm.engine.scheduler"
+    with pytest.raises(NotAnEngine, match=r"not a nano-vllm checkout: no nanovllm/sampling_params.py"):
+        load_engine(tmp_path)
+
+
+def test_schedcheck_engine_fails_a_mutant_and_the_saved_workload_replays(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    mutant = str(checkout(next(m for m in MUTANTS if m.stem == "stale_hash_hit")))
+    code = main(["engine", mutant, "--save-failures", str(tmp_path)])
+    out = capfd.readouterr().out
+    assert code == faults.FAIL and "E2 at step" in out and "| step | phase |" in out
+    assert main(["engine", mutant, "--replay", str(tmp_path / "E2.json")]) == faults.FAIL
+    assert main(["engine", str(tmp_path)]) == faults.USAGE  # not a checkout
