@@ -8,17 +8,21 @@ checkout, a file that is not a saved workload), 3 schedcheck's own fault.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from pathlib import Path
 
 from harness import faults
-from harness.engine.drive import generation
+from harness.engine.isolated import IsolatedEngine
 from harness.engine.loader import missing_files
 from harness.engine.local import LocalEngine
 from harness.engine.search import search_engine
-from harness.engine.verdict import verify_engine
+from harness.engine.verdict import Runs, verify_engine
+from harness.faults import SubmissionError
+from harness.sandbox.isolation import Limits
 from invariants.engine.workload import EngineWorkload
+from schedcheck.modes import ISOLATION
 from strategies.engine import LABELS
 
 
@@ -29,8 +33,25 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="workloads to try (default 1000)")  # fmt: skip
     engine.add_argument("--replay", nargs="+", metavar="FILE.json",
                         help="re-run saved engine workloads instead of searching")  # fmt: skip
-    engine.add_argument("--save-failures", metavar="DIR",
-                        help="write the shrunk counterexample here")  # fmt: skip
+    engine.add_argument(
+        "--save-failures", metavar="DIR", help="write the shrunk counterexample here"
+    )
+    engine.add_argument(
+        "--call-timeout",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="seconds for one call into the engine (default 2)",
+    )
+    engine.add_argument(
+        "--memory-mb",
+        type=int,
+        default=1024,
+        metavar="MB",
+        help="memory cap of the worker (default 1024)",
+    )
+    engine.add_argument("--in-process", action="store_true",
+                        help="run the engine in this process (trusted code only)")  # fmt: skip
 
 
 def engine_command(args: argparse.Namespace) -> int:
@@ -40,12 +61,24 @@ def engine_command(args: argparse.Namespace) -> int:
         print(f"schedcheck engine: {root} is not a nano-vllm checkout (no "
               f"{', '.join(missing)})", file=sys.stderr)  # fmt: skip
         return faults.USAGE
-    engine = LocalEngine(root)
-    print(f"engine: {root.resolve()} ({generation(engine.engine)} prefill generation)")
-    print(f"isolation: {engine.isolation} (the engine runs in this process)")
-    if args.replay:
-        return replay(engine, args.replay)
-    found = search_engine(engine, args.examples)
+    engine: Runs
+    if args.in_process:
+        engine = LocalEngine(root)
+    else:  # its code runs in its worker only, the import of its modules too
+        limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
+        try:
+            engine = IsolatedEngine(root, limits)
+        except SubmissionError as e:
+            return load_failure(root, str(e))
+    print(f"engine: {root.resolve()} ({engine.generation()} prefill generation)")
+    print(f"isolation: {engine.isolation} ({ISOLATION[engine.isolation]})")
+    try:
+        if args.replay:
+            return replay(engine, root, args.replay)
+        found = search_engine(engine, args.examples)
+    finally:
+        if isinstance(engine, IsolatedEngine):
+            engine.stop()
     print(f"{found.examples} workloads in {found.seconds:.1f} s; reached: " + ", ".join(
         f"{label} ({found.reached[label]})" for label in LABELS))  # fmt: skip
     missed = [label for label in LABELS if not found.reached[label]]
@@ -64,7 +97,23 @@ def engine_command(args: argparse.Namespace) -> int:
     return faults.FAIL
 
 
-def replay(engine: LocalEngine, files: list[str]) -> int:
+def load_failure(root: Path, message: str) -> int:
+    """The engine did not load in its worker: a package it imports that is not installed
+    is the user's setup (exit 2), anything else the engine's own failure (E6, exit 1)."""
+    missing = re.search(r"No module named '([\w.]+)'", message)
+    if missing and not missing.group(1).startswith("nanovllm"):
+        print(
+            f"schedcheck engine: {root} imports {missing.group(1)}, which is not installed "
+            "here; install it (nano-vllm's xxhash and numpy: pip install "
+            "'schedcheck[nanovllm]')",
+            file=sys.stderr,
+        )
+        return faults.USAGE
+    print(f"FAIL {root}: E6: the engine raised while it was loaded: {message}")
+    return faults.FAIL
+
+
+def replay(engine: Runs, root: Path, files: list[str]) -> int:
     try:
         loaded = [(f, EngineWorkload.from_json(Path(f).read_text())) for f in files]
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -78,7 +127,7 @@ def replay(engine: LocalEngine, files: list[str]) -> int:
     for name, workload in loaded:
         verdict = verify_engine(engine, workload)
         if not verdict.ok:
-            print(f"FAIL {engine.engine.root}: on {name}\n\n{verdict.report()}")
+            print(f"FAIL {root}: on {name}\n\n{verdict.report()}")
             return faults.FAIL
-    print(f"PASS {engine.engine.root}: every check holds on {len(loaded)} saved workload(s)")
+    print(f"PASS {root}: every check holds on {len(loaded)} saved workload(s)")
     return faults.PASS

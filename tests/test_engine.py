@@ -14,16 +14,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from harness import faults
+from harness.engine.isolated import IsolatedEngine
 from harness.engine.loader import NotAnEngine, load_engine
 from harness.engine.local import LocalEngine
 from harness.engine.search import search_engine
 from harness.engine.verdict import verify_engine
+from harness.sandbox.isolation import Limits
 from invariants.engine.checks import CATALOGUE, check_engine
 from invariants.engine.trace import EngineTrace
 from invariants.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from schedcheck.cli import main
 from strategies.engine import LABELS, engine_workloads
 from tests.engines.catalogue import CORRECT, MUTANTS, checkout, expected_checks
+from tests.helpers import rotation_day
 
 SEARCH = settings(max_examples=150, derandomize=True, database=None, deadline=None,
                   suppress_health_check=list(HealthCheck))  # fmt: skip
@@ -53,7 +56,16 @@ def test_the_correct_engine_passes(correct: LocalEngine, w: EngineWorkload) -> N
     assert verdict.ok, verdict.report()
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
+# Two mutants a day in the default run (a search and its shrinking take seconds each);
+# all of them with -m costly, which CI runs too.
+TODAY = {MUTANTS[(2 * rotation_day() + k) % len(MUTANTS)] for k in range(2)}
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [pytest.param(m, marks=() if m in TODAY else pytest.mark.costly) for m in MUTANTS],
+    ids=lambda p: p.stem,
+)
 def test_each_mutant_is_caught_by_the_check_it_names(mutant: Path) -> None:
     found = search_engine(LocalEngine(checkout(mutant)), examples=1000)
     assert found.failure is not None, f"{mutant.stem} passed {found.examples} workloads"
@@ -166,3 +178,57 @@ def test_schedcheck_engine_fails_a_mutant_and_the_saved_workload_replays(
     assert code == faults.FAIL and "E2 at step" in out and "| step | phase |" in out
     assert main(["engine", mutant, "--replay", str(tmp_path / "E2.json")]) == faults.FAIL
     assert main(["engine", str(tmp_path)]) == faults.USAGE  # not a checkout
+
+
+# The correct engine until a sequence has output; then postprocess() turns.
+TURN = """
+
+import os
+_real = Scheduler.postprocess
+
+
+def _turn(self, seqs, ids, is_prefill):
+    if any(s.num_completion_tokens for s in seqs):
+        {turn}
+    _real(self, seqs, ids, is_prefill)
+
+
+Scheduler.postprocess = _turn
+"""
+
+
+@pytest.mark.parametrize(
+    ("turn", "said"),
+    [("while True: pass", "did not return within 0.5 s"), ("os._exit(3)", "exited with code")],
+    ids=["hangs", "exits"],
+)
+def test_an_engine_that_hangs_or_ends_its_worker_is_e6(
+    tmp_path: Path, turn: str, said: str
+) -> None:
+    body = TURN.format(turn=turn)
+    engine = IsolatedEngine(_engine_with(tmp_path, body), Limits(call_timeout=0.5))
+    try:
+        assert engine.isolation in {"full", "uid", "process"}
+        verdict = verify_engine(engine, SHARED)
+        assert verify_engine(engine, SHARED).violations[0].check == "E6"  # a fresh worker
+    finally:
+        engine.stop()
+    (v,) = verdict.violations
+    assert v.check == "E6" and said in v.message and v.call == "postprocess()", v
+
+
+def test_isolated_and_in_process_traces_are_the_same(correct: LocalEngine) -> None:
+    engine = IsolatedEngine(CORRECT)
+    try:
+        assert engine.run(SHARED) == correct.run(SHARED)
+        assert engine.generation() == correct.generation() == "chunked"
+    finally:
+        engine.stop()
+
+
+def test_a_package_the_engine_imports_but_is_missing_is_a_usage_error(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    root = _engine_with(tmp_path, "\n\nimport schedcheck_no_such_package  # noqa\n")
+    assert main(["engine", str(root)]) == faults.USAGE
+    assert "imports schedcheck_no_such_package, which is not installed" in capfd.readouterr().err

@@ -50,8 +50,12 @@ def bound(workload: EngineWorkload) -> int:
     return last + tokens * (len(workload.requests) + 1) + 8
 
 
-def run_engine(engine: Engine, workload: EngineWorkload) -> EngineTrace:
-    run = _Run(engine, workload)
+def run_engine(
+    engine: Engine, workload: EngineWorkload, beat: Callable[[int, str], None] | None = None
+) -> EngineTrace:
+    """Drive `workload` through `engine`; `beat(step, call)` before every call into it (the
+    isolated worker's heartbeat, so that a call that hangs is told from a long run)."""
+    run = _Run(engine, workload, beat)
     try:
         run.all_steps()
     except Stop as stop:
@@ -60,8 +64,10 @@ def run_engine(engine: Engine, workload: EngineWorkload) -> EngineTrace:
 
 
 class _Run:
-    def __init__(self, engine: Engine, workload: EngineWorkload) -> None:
-        self.engine, self.workload = engine, workload
+    def __init__(
+        self, engine: Engine, workload: EngineWorkload, beat: Callable[[int, str], None] | None
+    ) -> None:
+        self.engine, self.workload, self.beat = engine, workload, beat
         self.generation = generation(engine)
         self.seqs: dict[str, Any] = {}  # name -> the engine's Sequence
         self.names: dict[int, str] = {}  # id(Sequence) -> name
@@ -69,6 +75,8 @@ class _Run:
         self.step = 0
 
     def call(self, what: str, fn: Callable[[], _T]) -> _T:
+        if self.beat is not None:
+            self.beat(self.step, what)
         try:
             return fn()
         except Stop:
@@ -182,9 +190,11 @@ class _Run:
         return Scheduled(self.names[id(seq)], start, n, tokens, table)
 
     def copy(self, seq: Any, view: Scheduled) -> Copy:
+        if self.beat is not None:
+            self.beat(self.step, "pickle")
         try:
             clone = pickle.loads(pickle.dumps(seq))
-        except Exception as e:
+        except BaseException as e:
             raise Stop(
                 EngineFailure("E8", self.step, "pickle", f"{view.name} cannot be pickled: {e!r}")
             ) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.engine.drive import run_engine
+from harness.engine.drive import generation, run_engine
 from harness.engine.loader import Engine, load_engine
 from invariants.engine.trace import EngineTrace
 from invariants.engine.workload import EngineWorkload
@@ -19,6 +19,9 @@ class LocalEngine:
     def run(self, workload: EngineWorkload) -> EngineTrace:
         self.engine.install()
         return run_engine(self.engine, workload)
+
+    def generation(self) -> str:
+        return generation(self.engine)
 
     def stop(self) -> None:
         """Nothing to stop: it runs here."""

@@ -14,7 +14,12 @@ from invariants.violation import Violation
 class Runs(Protocol):
     """An engine in this process, or in an isolated worker."""
 
+    @property
+    def isolation(self) -> str: ...
+
     def run(self, workload: EngineWorkload) -> EngineTrace: ...
+
+    def generation(self) -> str: ...
 
 
 @dataclass(frozen=True)

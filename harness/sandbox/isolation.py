@@ -107,8 +107,11 @@ class _Output:
 class Isolated:
     """A submission file run in a worker process of its own."""
 
-    def __init__(self, path: str | Path, limits: Limits | None = None) -> None:
+    def __init__(
+        self, path: str | Path, limits: Limits | None = None, worker: str = WORKER
+    ) -> None:
         self.path = str(Path(path).resolve())
+        self.worker = worker  # the module the worker runs: a submission's, or an engine's
         self.limits = limits or Limits()
         self.label = self.path
         self.proc: subprocess.Popen[bytes] | None = None
@@ -141,7 +144,7 @@ class Isolated:
         page = board_fd()
         self.board, self._seen = Board(page), 0
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", WORKER, str(theirs.fileno()), copy, str(self.limits.memory),
+            [sys.executable, "-m", self.worker, str(theirs.fileno()), copy, str(self.limits.memory),
              self.workdir, uid, str(self.limits.cpu), str(page)],
             pass_fds=[theirs.fileno(), page],
             stdin=subprocess.DEVNULL,
@@ -182,18 +185,23 @@ class Isolated:
             )
 
     def _make_box(self) -> str:
-        """The box's private folder, holding its own copy of the submission: owned by the
-        box's own uid (lent now, when root), readable by nobody else. Returns the copy."""
+        """The box's private folder, holding its own copy of the submission (a file, or a
+        folder's Python sources): owned by the box's own uid (lent now, when root),
+        readable by nobody else. Returns the copy."""
         self.workdir = tempfile.mkdtemp(prefix="schedcheck-worker-")
         copy = os.path.join(self.workdir, os.path.basename(self.path))
-        shutil.copyfile(self.path, copy)
+        if os.path.isdir(self.path):
+            shutil.copytree(self.path, copy, ignore=_not_python)
+        else:
+            shutil.copyfile(self.path, copy)
         if os.geteuid() == 0:
             try:
                 self.lease = uids.lease()
             except OSError as e:
                 raise WorkerError(f"no uid of its own for the box: {e}") from None
-            for path in (self.workdir, copy):
-                os.chown(path, self.lease.uid, self.lease.uid)
+            for folder, dirs, files in os.walk(self.workdir):
+                for path in (folder, *(os.path.join(folder, n) for n in dirs + files)):
+                    os.chown(path, self.lease.uid, self.lease.uid)
         return copy
 
     def stop(self) -> None:
@@ -445,10 +453,10 @@ class Isolated:
         self._ensure()
         return RemoteSession(self, workload)
 
-    def request(self, **message: Any) -> Any:
-        """One session command (one call into the submission): its result, or
-        SubmissionFailure."""
-        self._send(1, **message)
+    def request(self, calls: int = 1, **message: Any) -> Any:
+        """One command that makes at most `calls` calls into the submission (a session's
+        one call, an engine's whole run): its result, or SubmissionFailure."""
+        self._send(calls, **message)
         while True:
             reply = self._receive()
             if isinstance(reply, Failure):
@@ -460,6 +468,13 @@ class Isolated:
             if reply.get("kind") == "internal":
                 self.stop()
                 raise CheckerError(_internal(reply))
+
+
+def _not_python(folder: str, names: list[str]) -> list[str]:
+    """What a folder's copy leaves out: all but its Python sources and their folders."""
+    return [
+        n for n in names if not n.endswith(".py") and not os.path.isdir(os.path.join(folder, n))
+    ]
 
 
 def proc_stat(pid: int | None) -> list[str]:

@@ -11,6 +11,7 @@ parent over the socket FD in JSON: plain data only, and the parent decides.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import linecache
@@ -19,8 +20,9 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.drive.contract import contract_problems
 from harness.drive.driver import Session, describe, run
@@ -29,6 +31,8 @@ from harness.sandbox import box
 from harness.sandbox.beat import Board
 from invariants.trace import Step
 from invariants.workload import Request, Workload
+
+_T = TypeVar("_T")
 
 # What a submission may reasonably import; after the privilege drop nothing new can be.
 PRELOAD = (
@@ -115,25 +119,41 @@ class Worker:
         self.send(kind="result", value=self.session.update(request["call"]).to_dict())
 
 
-def main(argv: list[str]) -> None:
+def boxed(
+    argv: list[str], read: Callable[[str], _T], preload: tuple[str, ...] = ()
+) -> tuple[Connection, Board, str, _T, str]:
+    """Everything up to the box: import what the worker needs, `read(PATH)` (the box's own
+    copy, out of view once inside), enter the box, say "booted". Returns the connection,
+    the heartbeat board, PATH, what `read` returned, and the isolation level."""
     fd, path, memory, workdir = int(argv[0]), argv[1], int(argv[2]), argv[3]
     uid, cpu = (None if argv[4] == "-" else int(argv[4])), int(argv[5])
     board = Board(int(argv[6]))
     namespaces = not os.environ.get("SCHEDCHECK_NO_NAMESPACES")
     conn = Connection(fd)
-    for name in PRELOAD:
-        importlib.import_module(name)
-    with open(path, "rb") as f:  # the box's own copy, read before the box is entered
-        source = f.read()
-    # Tracebacks quote the submission's lines from here: its file is out of the box's view.
-    lines = source.decode(errors="replace").splitlines(keepends=True)
-    linecache.cache[path] = (len(source), None, lines, path)
+    for name in PRELOAD + preload:
+        with contextlib.suppress(ImportError):  # an optional extra (xxhash, numpy) may be absent
+            importlib.import_module(name)
+    payload = read(path)
     parent = os.getppid()
     os.chdir(workdir)
     level = box.enter(uid, workdir, box.BoxLimits(memory=memory, cpu=cpu), namespaces)
     box.die_with_parent(None if level == "full" else parent)
     # Up to here it was all ours: a worker that dies before this line is our fault.
     conn.send_bytes(json.dumps({"kind": "booted", "isolation": level}).encode())
+    return conn, board, path, payload, level
+
+
+def _read_submission(path: str) -> bytes:
+    with open(path, "rb") as f:
+        source = f.read()
+    # Tracebacks quote the submission's lines from here: its file is out of the box's view.
+    lines = source.decode(errors="replace").splitlines(keepends=True)
+    linecache.cache[path] = (len(source), None, lines, path)
+    return source
+
+
+def main(argv: list[str]) -> None:
+    conn, board, path, source, _ = boxed(argv, _read_submission)
     try:
         module = load_submission(path, source)
     except (Exception, SystemExit) as e:
