@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from harness import faults
+from harness.engine.html import engine_page
 from harness.engine.isolated import IsolatedEngine
 from harness.engine.loader import missing_files
 from harness.engine.local import LocalEngine
@@ -36,6 +37,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     engine.add_argument(
         "--save-failures", metavar="DIR", help="write the shrunk counterexample here"
     )
+    engine.add_argument("--html", metavar="OUT.html", help="on failure, draw the failing trace")
     engine.add_argument(
         "--call-timeout",
         type=float,
@@ -94,6 +96,9 @@ def engine_command(args: argparse.Namespace) -> int:
     saved.write_text(workload.to_json())
     print(f"\nFAIL {root}: {verdict.violations[0].check}\n\n{verdict.report()}\n")
     print(f"to re-run exactly this workload:\n  schedcheck engine {root} --replay {saved}")
+    if args.html:
+        Path(args.html).write_text(engine_page(verdict))
+        print(f"the failing trace, drawn: {args.html}")
     return faults.FAIL
 
 

@@ -34,7 +34,13 @@ _TOKENS = st.integers(1, 3)
 
 
 @st.composite
-def engine_workloads(draw: st.DrawFn, max_requests: int = MAX_REQUESTS) -> EngineWorkload:
+def engine_workloads(
+    draw: st.DrawFn, max_requests: int = MAX_REQUESTS, whole_prefill: bool = False
+) -> EngineWorkload:
+    """`whole_prefill` for nano-vllm's generation before chunked prefill: a prefill
+    computes a sequence to its end in one step, so the budget must hold the longest one
+    (a prompt and the output a preempted sequence re-prefills with), as nano-vllm's config
+    asserts."""
     vocab = draw(st.integers(1, 3))
     tokens = st.integers(1, vocab)
     stems = draw(st.lists(st.lists(tokens, min_size=1, max_size=8), min_size=1, max_size=2))
@@ -50,13 +56,14 @@ def engine_workloads(draw: st.DrawFn, max_requests: int = MAX_REQUESTS) -> Engin
     block_size = draw(st.integers(1, 4))
     need = max(r.peak_blocks(block_size) for r in requests)
     seqs = draw(st.integers(1, 4))
+    longest = max(len(r.prompt) + r.max_tokens - 1 for r in requests) if whole_prefill else 1
     config = EngineConfig(
         num_blocks=draw(st.integers(need, need + 6)),
         block_size=block_size,
         max_num_seqs=seqs,
         # A decode step gives every running sequence a token up to max_num_seqs, without
         # looking at the token budget: valid configs keep the budget at least that large.
-        max_num_batched_tokens=draw(st.integers(seqs, 12)),
+        max_num_batched_tokens=draw(st.integers(max(seqs, longest), max(12, longest))),
     )
     return EngineWorkload(config, tuple(requests), vocab, draw(st.sampled_from([2, 0, 5])))
 

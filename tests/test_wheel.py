@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.catalogue import standalone
+from tests.engines.catalogue import CORRECT as CORRECT_ENGINE
 from tests.helpers import ROOT
 
 EQUIVALENT = ROOT / "tests" / "equivalents" / "while_true.py"
@@ -127,6 +128,7 @@ def test_every_mode_works_installed(venv: Path, course: Path) -> None:
         ["check", mine, "--gradescope", "results.json"],
         ["fuzz", mine, "--minutes", "0.1", "--out", "found"],
         ["grade", "mine", "--out", "graded", "--sample", "20"],
+        ["engine", str(CORRECT_ENGINE), "--examples", "50"],  # its worker, installed
     ):
         done = sh(cmd, *args, cwd=course)
         assert done.returncode == 0, (args, done.stdout + done.stderr)

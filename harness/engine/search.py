@@ -39,7 +39,8 @@ def search_engine(engine: Runs, examples: int = 1000) -> Search:
     options = settings(max_examples=examples, derandomize=True, database=None, deadline=None,
                        suppress_health_check=list(HealthCheck))  # fmt: skip
     try:
-        workload = find(engine_workloads(), fails, settings=options)
+        strategy = engine_workloads(whole_prefill=engine.generation() == "whole")
+        workload = find(strategy, fails, settings=options)
         found.failure = (workload, verify_engine(engine, workload))
     except NoSuchExample:
         pass

@@ -1,0 +1,75 @@
+"""Engine mode: examples per second on nano-vllm's API, beside P07's.
+
+Run: python -m bench.engine
+The same 500 generated engine workloads are checked (every check, E1-E8) on the correct
+engine written here in nano-vllm's API (tests/engines/correct/), in this process and in
+an isolated worker; medians of 3. P07's figures come from bench.isolation on the same
+machine, for comparison. docs/performance.md keeps the numbers.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from hypothesis import HealthCheck, given, settings
+
+from bench.isolation import SUBMISSION, examples_per_second
+from harness.drive.loader import load_impl
+from harness.engine.isolated import IsolatedEngine
+from harness.engine.local import LocalEngine
+from harness.engine.verdict import Runs, verify_engine
+from harness.sandbox.impl import InProcess
+from harness.sandbox.isolation import Isolated
+from invariants.engine.workload import EngineWorkload
+from strategies.engine import engine_workloads
+from strategies.workloads import fixed_sample
+from tests.engines.catalogue import CORRECT
+
+COUNT = 500
+
+
+def engine_sample(count: int) -> list[EngineWorkload]:
+    found: list[EngineWorkload] = []
+
+    @given(engine_workloads())
+    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    def collect(workload: EngineWorkload) -> None:
+        found.append(workload)
+
+    collect()
+    return found
+
+
+def engine_rate(engine: Runs, workloads: list[EngineWorkload]) -> float:
+    start = time.perf_counter()
+    for workload in workloads:
+        assert verify_engine(engine, workload).ok
+    return len(workloads) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    workloads = engine_sample(COUNT)
+    local, isolated = LocalEngine(CORRECT), IsolatedEngine(CORRECT)
+    try:
+        here = statistics.median(engine_rate(local, workloads) for _ in range(3))
+        boxed = statistics.median(engine_rate(isolated, workloads) for _ in range(3))
+    finally:
+        isolated.stop()
+    p07 = fixed_sample(300)
+    worker = Isolated(SUBMISSION)
+    worker.start()
+    try:
+        p07_here = examples_per_second(InProcess(load_impl(SUBMISSION), str(SUBMISSION)), p07)
+        p07_boxed = examples_per_second(worker, p07)
+    finally:
+        worker.stop()
+    print(f"engine (tests/engines/correct, {len(workloads)} workloads): in-process "
+          f"{here:.0f} examples/s, isolated {boxed:.0f} examples/s")  # fmt: skip
+    print(f"P07 (the reference as a submission, 300 workloads): in-process {p07_here:.0f} "
+          f"examples/s, isolated {p07_boxed:.0f} examples/s")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
