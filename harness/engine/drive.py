@@ -11,14 +11,13 @@ cannot touch when it runs isolated.
 from __future__ import annotations
 
 import inspect
-import pickle
 import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from harness.engine import copyout
 from harness.engine.loader import Config, Engine
 from invariants.engine.trace import (
-    Block,
     Copy,
     EngineFailure,
     EngineStep,
@@ -121,7 +120,7 @@ class _Run:
                     return
                 continue  # idle until the next arrival
             if self.step > limit:
-                left = [n for n, s in self.seqs.items() if self.status(s) != "FINISHED"]
+                left = [n for n, s in self.seqs.items() if copyout.status(s) != "FINISHED"]
                 raise Stop(
                     EngineFailure(
                         "E5",
@@ -177,74 +176,23 @@ class _Run:
                 )
             ) from None
 
-    def view(self, seq: Any, is_prefill: bool) -> Scheduled:
-        tokens = tuple(int(t) for t in seq.token_ids)
-        cached = int(seq.num_cached_tokens)
-        if self.generation == "chunked":
-            start, n = cached, int(seq.num_scheduled_tokens)
-        elif is_prefill:
-            start, n = cached, len(tokens) - cached
-        else:
-            start, n = len(tokens) - 1, 1  # this generation leaves num_cached_tokens alone
-        table = tuple(int(b) for b in seq.block_table)
-        return Scheduled(self.names[id(seq)], start, n, tokens, table)
-
     def copy(self, seq: Any, view: Scheduled) -> Copy:
         if self.beat is not None:
             self.beat(self.step, "pickle")
         try:
-            clone = pickle.loads(pickle.dumps(seq))
-        except BaseException as e:
-            raise Stop(
-                EngineFailure("E8", self.step, "pickle", f"{view.name} cannot be pickled: {e!r}")
-            ) from None
+            return copyout.pickled(seq, self.generation)
+        except BaseException as e:  # its __getstate__ is its code: SystemExit included
+            message = f"{view.name} cannot be pickled: {e!r}"
+            raise Stop(EngineFailure("E8", self.step, "pickle", message)) from None
 
-        def field(name: str) -> Any:
-            try:
-                return getattr(clone, name)
-            except Exception:
-                return None
-
-        tokens, table = field("token_ids"), field("block_table")
-        last, cached, n = (
-            field("last_token"),
-            field("num_cached_tokens"),
-            field("num_scheduled_tokens"),
-        )
-        return Copy(
-            None if tokens is None else tuple(int(t) for t in tokens),
-            None if last is None else int(last),
-            None if cached is None or self.generation != "chunked" else int(cached),
-            None if n is None else int(n),
-            None if table is None else tuple(int(b) for b in table),
-        )
+    def view(self, seq: Any, is_prefill: bool) -> Scheduled:
+        return copyout.scheduled(seq, self.names[id(seq)], self.generation, is_prefill)
 
     def pool(self) -> Pool:
-        manager = self.scheduler.block_manager
-        blocks = tuple(
-            Block(int(b.ref_count), int(b.hash), tuple(int(t) for t in b.token_ids))
-            for b in manager.blocks
-        )
-        return Pool(
-            blocks,
-            tuple(int(b) for b in manager.free_block_ids),
-            tuple(sorted(int(b) for b in manager.used_block_ids)),
-            {n: tuple(int(b) for b in s.block_table) for n, s in self.seqs.items()},
-            {n: tuple(int(t) for t in s.token_ids) for n, s in self.seqs.items()},
-            {n: self.status(s) for n, s in self.seqs.items()},
-        )
-
-    def status(self, seq: Any) -> str:
-        return str(getattr(seq.status, "name", seq.status))
+        return copyout.pool(self.scheduler.block_manager, self.seqs)
 
     def outputs(self) -> dict[str, tuple[int, ...]]:
-        prompts = {r.name: len(r.prompt) for r in self.workload.requests}
-        return self.read(
-            "end of run",
-            lambda: {
-                n: tuple(int(t) for t in s.token_ids[prompts[n] :]) for n, s in self.seqs.items()
-            },
-        )
+        return self.read("end of run", lambda: copyout.outputs(self.seqs, self.workload))
 
 
 def _returned(got: Any, names: dict[int, str]) -> tuple[list[Any], bool]:
