@@ -109,8 +109,8 @@ def load_failure(root: Path, message: str) -> int:
     if missing and not missing.group(1).startswith("nanovllm"):
         print(
             f"schedcheck engine: {root} imports {missing.group(1)}, which is not installed "
-            "here; install it (nano-vllm's xxhash and numpy: pip install "
-            "'schedcheck[nanovllm]')",
+            "here; install it (nano-vllm's xxhash and numpy come with schedcheck's extra: "
+            "python -m pip install '/path/to/schedcheck[nanovllm]')",
             file=sys.stderr,
         )
         return faults.USAGE

@@ -58,9 +58,16 @@ class BlockManager:
     def _allocate_fresh_block(self) -> int:
         """Take the block at the head of the free list, forgetting its old content."""
         block_id = self.free_block_ids[0]
-        old_hash = self.blocks[block_id].hash
-        if old_hash != -1 and self.hash_to_block_id.get(old_hash) == block_id:
-            del self.hash_to_block_id[old_hash]
+        old = self.blocks[block_id]
+        if old.hash != -1 and self.hash_to_block_id.get(old.hash) == block_id:
+            del self.hash_to_block_id[old.hash]
+            # Another block may hold the same prefix (the copy a whole-prompt hit
+            # recomputes, or two sequences that decoded the same tokens): keep it findable.
+            for other in self.blocks:
+                if (other.block_id != block_id and other.hash == old.hash
+                        and other.token_ids == old.token_ids):  # fmt: skip
+                    self.hash_to_block_id[old.hash] = other.block_id
+                    break
         self._allocate_block(block_id)
         return block_id
 
