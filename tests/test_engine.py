@@ -74,6 +74,30 @@ def test_each_mutant_is_caught_by_the_check_it_names(mutant: Path) -> None:
     assert set(expected_checks(mutant)) <= set(CATALOGUE)
 
 
+WHOLE = CORRECT.parent / "whole"  # nano-vllm's generation before chunked prefill
+
+
+@given(w=engine_workloads(whole_prefill=True))
+@SEARCH
+def test_the_whole_prefill_generation_is_driven_and_passes(w: EngineWorkload) -> None:
+    engine = LocalEngine(WHOLE)
+    assert engine.generation() == "whole"
+    verdict = verify_engine(engine, w)
+    assert verdict.ok, verdict.report()
+
+
+def test_the_whole_prefill_generation_is_checked_too(tmp_path: Path) -> None:
+    """nano-vllm's old pickle rule ("prefill = no output yet") on the old generation: the
+    re-prefill of a sequence preempted after output reaches its workers without tokens."""
+    root = tmp_path / "old"
+    shutil.copytree(WHOLE, root)
+    sequence = root / "nanovllm" / "engine" / "sequence.py"
+    rule = "\n\nSequence._sends_all_tokens = lambda self: self.num_completion_tokens == 0\n"
+    sequence.write_text(sequence.read_text() + rule)
+    found = search_engine(LocalEngine(root), examples=1000)
+    assert found.failure is not None and found.failure[1].violations[0].check == "E8"
+
+
 def test_a_shared_prefix_hits_the_cache_and_every_check_is_quiet(correct: LocalEngine) -> None:
     verdict = verify_engine(correct, SHARED)
     assert verdict.ok, verdict.report()
