@@ -1,5 +1,5 @@
 """The repository's own test run: schedcheck's pytest plugin (schedcheck/plugin.py) plus
-what only this repository's tests need (the `costly` and `redis` markers).
+what only this repository's tests need (the `costly`, `redis` and `nanovllm` markers).
 
 Installed (`pip install -e .`), pytest loads the plugin through its entry point before it
 reads the command line, which `--impl /any/absolute/path` needs; named here as well, it
@@ -17,6 +17,8 @@ MARKERS = (
     "(.ci/run does), the default run a rotating few",
     "redis: needs redis-server and the [redis] extra (skipped without them, unless "
     "SCHEDCHECK_REQUIRE_REDIS is set)",
+    "nanovllm: needs the [nanovllm] extra, xxhash and numpy (skipped without it, unless "
+    "SCHEDCHECK_REQUIRE_NANOVLLM is set)",
 )
 
 
