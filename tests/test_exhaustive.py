@@ -145,14 +145,22 @@ class Scheduler(_Reference):
 def test_check_exhaustive_reports_a_path_that_replays(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    mutant = str(standalone(ROOT / "tests" / "mutants" / "preempts_neighbour.py"))
+    source = ROOT / "tests" / "mutants" / "preempts_neighbour.py"
+    mutant = str(standalone(source))
     saved, html = tmp_path / "found", tmp_path / "trace.html"
     code = main(["check", mutant, "--exhaustive", "--save-failures", str(saved), "--html",
                  str(html)])  # fmt: skip
     out = capfd.readouterr().out
     assert code == faults.FAIL, out
     assert "stopped at the first failure after" in out and "shortest failing path" in out
-    assert "I5 at step" in out and html.read_text().startswith("<!DOCTYPE html>")
+    assert html.read_text().startswith("<!DOCTYPE html>")
+    report = out[out.index("shortest failing path found") :]
+    assert any(f"\n{check} at step" in report for check in expected_checks(source)), report
+    again = main(["check", mutant, "--exhaustive", "--save-failures", str(tmp_path / "again")])
+    assert again == faults.FAIL
+    assert capfd.readouterr().out.split("shortest failing path found")[1] == out.split(
+        "shortest failing path found"
+    )[1].split("the failing trace, drawn")[0].replace(str(saved), str(tmp_path / "again"))
     (replayable,) = saved.glob("*.json")
     assert f"--replay {replayable}" in out
     assert main(["check", mutant, "--replay", str(replayable)]) == faults.FAIL

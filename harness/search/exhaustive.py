@@ -1,20 +1,20 @@
 """Bounded-exhaustive checking over a scope: every space explored, spread over processes.
 
 Each process opens the submission once (its own isolated worker) and explores its share
-of the spaces breadth-first across them. The first failure tells the others to stop; the
-one reported is the shortest found: the earliest step at which a check fired, then the
-smallest workload.
+of the spaces breadth-first across them. A failure tells the others to stop before the
+next depth; the one reported is the failure of the fewest steps, then of the first space
+in the scope's order: the same on every run.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import get_context
-from multiprocessing.synchronize import Event
 from multiprocessing.util import Finalize
+from typing import Any
 
 from harness.sandbox.impl import Implementation, open_impl
 from harness.sandbox.isolation import Limits
@@ -35,12 +35,10 @@ class Scan:
     finished: bool = False  # every reachable state explored (a pass, when no failure)
 
 
-def explore_spaces(
-    impl: Implementation, spaces: Sequence[Space], stop: Callable[[], bool] = lambda: False
-) -> Scan:
-    """The spaces in this process, breadth-first across them (tests, and each pool task)."""
+def explore_spaces(impl: Implementation, spaces: Sequence[Space]) -> Scan:
+    """The spaces in this process, breadth-first across them."""
     start = time.monotonic()
-    return _total([explore(impl, spaces, stop=stop)], time.monotonic() - start)
+    return _total([explore(impl, spaces)], time.monotonic() - start, list(spaces))
 
 
 def check_exhaustive(
@@ -50,8 +48,9 @@ def check_exhaustive(
     every jobs-th space, largest first, so the shares are alike."""
     start = time.monotonic()
     context = get_context("spawn")
-    failed = context.Event()
-    spaces = sorted(scope.spaces(), key=_weight, reverse=True)
+    failed = context.Value("i", _NONE)  # the smallest depth at which a failure was found
+    order = scope.spaces()
+    spaces = sorted(order, key=_weight, reverse=True)
     shares = [spaces[k::jobs] for k in range(jobs) if spaces[k::jobs]]
     found: list[Exploration] = []
     opening = (path, in_process, limits, failed)
@@ -60,21 +59,18 @@ def check_exhaustive(
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             found += [future.result() for future in done]  # our own error propagates: exit 3
-            if any(f.failure for f in found):
-                failed.set()  # the others stop at their next path
-    return _total(found, time.monotonic() - start)
+    return _total(found, time.monotonic() - start, order)
 
 
-def _total(found: list[Exploration], seconds: float) -> Scan:
-    failures = [f.failure for f in found if f.failure is not None]
-    shortest = min(failures, key=_shortness, default=None)
+def _total(found: list[Exploration], seconds: float, order: list[Space]) -> Scan:
+    """The failure of the fewest steps, then of the first space in the scope's order: each
+    process finished every depth up to the smallest failing one, so this is the same
+    failure on every run, however the processes were timed."""
+    failing = [f for f in found if f.failure is not None]
+    first = min(failing, key=lambda f: (f.depth, order.index(f.space)), default=None)  # type: ignore[arg-type]
+    shortest = None if first is None else first.failure
     return Scan(sum(f.states for f in found), sum(f.edges for f in found), seconds, shortest,
                 all(f.finished for f in found))  # fmt: skip
-
-
-def _shortness(failure: tuple[Workload, Verdict]) -> tuple[int, tuple[int, int, int]]:
-    workload, verdict = failure
-    return verdict.violations[0].step, workload.size()
 
 
 def _weight(space: Space) -> tuple[int, int, int]:
@@ -83,11 +79,12 @@ def _weight(space: Space) -> tuple[int, int, int]:
 
 
 # One submission per pool process, opened by the initializer, stopped when it exits.
+_NONE = 1 << 30
 _impl: Implementation | None = None
-_failed: Event | None = None
+_failed: Any = None  # a multiprocessing Value: the smallest failing depth so far
 
 
-def _open(path: str, in_process: bool, limits: Limits, failed: Event) -> None:
+def _open(path: str, in_process: bool, limits: Limits, failed: Any) -> None:
     global _impl, _failed
     _impl, _failed = open_impl(path, in_process, limits), failed
     Finalize(None, _impl.stop, exitpriority=10)
@@ -95,4 +92,8 @@ def _open(path: str, in_process: bool, limits: Limits, failed: Event) -> None:
 
 def _explore(spaces: list[Space]) -> Exploration:
     assert _impl is not None and _failed is not None, "the pool's initializer opens it"
-    return explore(_impl, spaces, stop=_failed.is_set)
+    found = explore(_impl, spaces, stop=lambda depth: depth > _failed.value)
+    if found.failure is not None:
+        with _failed.get_lock():
+            _failed.value = min(_failed.value, found.depth)  # the others stop past it
+    return found

@@ -37,6 +37,8 @@ class Exploration:
     states: int = 0  # distinct canonical states reached
     edges: int = 0  # transitions explored: one verified workload each
     failure: tuple[Workload, Verdict] | None = None
+    depth: int = 0  # the failing path's steps
+    space: Space | None = None  # the space it was found in
     finished: bool = False  # every reachable state of every space was explored
 
 
@@ -58,13 +60,15 @@ class _Search:
     seen: set[object] = field(default_factory=set)
     frontier: deque[_Path] = field(default_factory=lambda: deque([_Path()]))
 
-    def level(self, stop: Callable[[], bool]) -> None:
+    def level(self) -> None:
         """Expand every path of the current depth (one step longer each), unless a failure
-        is found or `stop()` says so."""
+        is found."""
         for _ in range(len(self.frontier)):
-            if self.found.failure is not None or stop():
+            if self.found.failure is not None:
                 return
             self.expand(self.frontier.popleft())
+            if self.found.failure is not None:
+                self.found.space = self.space
 
     def expand(self, path: _Path) -> None:
         step = path.steps + 1
@@ -108,21 +112,30 @@ def explore(
     impl: Implementation,
     spaces: Sequence[Space],
     dedup: bool = True,
-    stop: Callable[[], bool] = lambda: False,
+    stop: Callable[[int], bool] = lambda depth: False,
 ) -> Exploration:
     """Every state reachable in the spaces, breadth-first across all of them (depth 1 of
     every space, then depth 2, ...), so the first failure found is on a path of the fewest
-    steps; it stops there, or when `stop()` says so. `dedup=False` walks the tree of paths
-    instead (what the visited set saves)."""
+    steps, and the first such in the spaces' order: the same one on every run. It stops
+    there, or before a depth that `stop(depth)` refuses (another process found a failure
+    at a smaller depth: a depth is always finished, so the overall choice stays the same).
+    `dedup=False` walks the tree of paths instead (what the visited set saves)."""
     found = Exploration()
     searches = [_Search(impl, space, dedup, found) for space in spaces]
-    while found.failure is None and not stop():
+    depth = 0
+    while found.failure is None:
         searches = [s for s in searches if s.frontier]
         if not searches:
             found.finished = True
             break
+        depth += 1
+        if stop(depth):
+            break
         for search in searches:
-            search.level(stop)
+            search.level()
+            if found.failure is not None:
+                found.depth = depth
+                break
     return found
 
 
