@@ -4,6 +4,7 @@
                                  2 usage, 3 schedcheck itself failed (not a verdict)
     schedcheck grade PATH... --out DIR    grade a class: per check group, pass or fail
     schedcheck fuzz [PATH] --minutes N    a long campaign; counterexamples kept as regressions
+    schedcheck engine CHECKOUT   check a nano-vllm checkout's scheduler (docs/engines.md)
     schedcheck spec | contract   print the behaviour checked, or the API a submission keeps
 
 `check` first checks the contract (one message for every missing or ill-typed name), then

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness.sandbox.impl import Implementation, open_impl
-from harness.search.explore import explore
+from harness.search.explore import canonical, explore, preemptions
 from harness.verdict.verify import verify
 from invariants.workload import Config
-from strategies.exhaustive import Space
+from strategies.exhaustive import SCOPES, Space
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 
@@ -62,3 +62,20 @@ def test_the_visited_set_explores_fewer_transitions(path: Path) -> None:
     assert (found.failure is None) == (tree.failure is None)
     if found.failure is None:
         assert found.edges < tree.edges
+
+
+def test_a_sequences_preemptions_are_part_of_its_state() -> None:
+    """Two paths to equal snapshots, one through a preemption: kept apart, since a
+    submission may remember whom it preempted (exception_on_rare_path does)."""
+    impl = load(ROOT / "tests" / "equivalents" / "one_pass.py")
+    for workload in SCOPES["small"].workloads():
+        trace = impl.run(workload)
+        for k in range(1, len(trace.steps) + 1):
+            state, counts = trace.steps[k - 1].last(), preemptions(trace, k)
+            live = {sid for sid, seq in state.seqs.items() if seq.status != "FINISHED"}
+            if live & set(counts):
+                assert sum(counts.values()) <= state.num_preemptions
+                requests = workload.requests
+                assert canonical(state, requests, 0, counts) != canonical(state, requests, 0, {})
+                return
+    raise AssertionError("no preempted sequence alive in any workload of the scope")

@@ -13,8 +13,9 @@ expanded again. Breadth-first, so the first failure found has the fewest steps.
 Reaching a state re-runs its path from the start in the worker: the submission stays a
 black box that hands back plain data, and a hang or a crash anywhere is a failure with
 its path. The visited set is sound for an implementation whose future depends only on
-what the snapshot shows; hidden state (a set of sequences preempted before, say) can make
-two equal snapshots differ, and then a behaviour behind the second one may go unexplored.
+what the snapshots show (each sequence's preemptions so far included); other hidden state
+(a step counter, say) can make two equal snapshots differ, and then a behaviour behind the
+second one may go unexplored.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class _Search:
         more = (
             self.space.requests - len(path.requests) if path.steps < self.space.arrival_steps else 0
         )
-        key = canonical(state, path.requests, more)
+        key = canonical(state, path.requests, more, preemptions(trace, path.steps))
         if self.dedup and key in self.seen:
             return
         self.seen.add(key)
@@ -139,21 +140,41 @@ def explore(
     return found
 
 
-def canonical(state: State, requests: tuple[Request, ...], more: int) -> object:
+def canonical(
+    state: State, requests: tuple[Request, ...], more: int, preempted: dict[str, int]
+) -> object:
     """What decides the future: the live sequences in arrival order (renamed by position),
-    each with what it has computed and may still produce, the queues, the blocks in use,
-    the preemption counter, and how many requests may still arrive. Finished sequences
-    and token values drop out (they decide nothing a correct scheduler does next)."""
+    each with what it has computed and may still produce and how often it was preempted,
+    the queues, the blocks in use, the preemption counter, and how many requests may still
+    arrive. Finished sequences and token values drop out (they decide nothing a correct
+    scheduler does next)."""
     kinds = {r.seq_id: (r.prompt_len, r.max_tokens) for r in requests}
     live = [sid for sid, s in state.seqs.items() if s.status != "FINISHED"]
     index = {sid: i for i, sid in enumerate(live)}
     seqs = tuple(
-        (s.status, s.num_computed, s.num_tokens, s.num_blocks, len(s.output), kinds.get(sid))
+        (s.status, s.num_computed, s.num_tokens, s.num_blocks, len(s.output), kinds.get(sid),
+         preempted.get(sid, 0))
         for sid, s in state.seqs.items()
         if sid in index
-    )
+    )  # fmt: skip
     queues = tuple(tuple(index.get(sid, -1) for sid in q) for q in (state.waiting, state.running))
     return seqs, queues, state.blocks_used, more, state.num_preemptions
+
+
+def preemptions(trace: Trace, steps: int) -> dict[str, int]:
+    """How often each sequence went from running to waiting in the first `steps` steps, as
+    the snapshots show it: history a submission may keep (a set of sequences preempted
+    before) that two equal snapshots would otherwise merge. A sequence admitted and
+    preempted within one schedule() call is not seen."""
+    counts: dict[str, int] = {}
+    before: dict[str, str] = {}
+    for step in trace.steps[:steps]:
+        for state in (step.scheduled, step.last()):
+            for sid, seq in state.seqs.items():
+                if before.get(sid) == "RUNNING" and seq.status == "WAITING":
+                    counts[sid] = counts.get(sid, 0) + 1
+                before[sid] = seq.status
+    return counts
 
 
 def _eos_choices(
