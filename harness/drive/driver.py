@@ -335,8 +335,9 @@ def _all_finished(step: Step) -> bool:
     return all(s.status == "FINISHED" for s in step.last().seqs.values())
 
 
-def describe(error: BaseException, impl: ModuleType | None) -> str:
-    """What the implementation raised, and where in its own file."""
+def describe(error: BaseException, impl: ModuleType | None, root: str | None = None) -> str:
+    """What the implementation raised, and where in its own file (or, with `root`, in its
+    own files below that folder: an engine's checkout)."""
     try:
         detail = str(error)[:300]
     except Exception:
@@ -345,8 +346,13 @@ def describe(error: BaseException, impl: ModuleType | None) -> str:
     if isinstance(error, MemoryError):
         text += " (it ran out of the memory it may use)"
     where = getattr(impl, "__file__", None)
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == where]
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if f.filename == where or (root is not None and f.filename.startswith(root + "/"))
+    ]
     if frames:
         f = frames[-1]
-        text += f" (at line {f.lineno} of {f.filename.rsplit('/', 1)[-1]}, in {f.name}: {f.line})"
+        name = f.filename[len(root) + 1 :] if root else f.filename.rsplit("/", 1)[-1]
+        text += f" (at line {f.lineno} of {name}, in {f.name}: {f.line})"
     return f"raised {text}"

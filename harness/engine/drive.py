@@ -11,10 +11,10 @@ cannot touch when it runs isolated.
 from __future__ import annotations
 
 import inspect
-import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from harness.drive.driver import describe
 from harness.engine import copyout
 from harness.engine.loader import Config, Engine
 from invariants.engine.trace import (
@@ -81,22 +81,8 @@ class _Run:
         except Stop:
             raise
         except BaseException as e:  # SystemExit too: the engine must not end the run
-            raise Stop(EngineFailure("E6", self.step, what, self.describe(e))) from None
-
-    def describe(self, error: BaseException) -> str:
-        """What the engine raised, and where in its own files."""
-        try:
-            text = f"{type(error).__name__}: {str(error)[:300]}".rstrip(": ")
-        except Exception:
-            text = f"{type(error).__name__}: <its message is broken>"
-        root = str(self.engine.root)
-        frames = [f for f in traceback.extract_tb(error.__traceback__)
-                  if f.filename.startswith(root)]  # fmt: skip
-        if frames:
-            f = frames[-1]
-            where = f.filename[len(root) :].lstrip("/")
-            text += f" (at line {f.lineno} of {where}, in {f.name}: {f.line})"
-        return f"raised {text}"
+            message = describe(e, None, str(self.engine.root))
+            raise Stop(EngineFailure("E6", self.step, what, message)) from None
 
     def all_steps(self) -> None:
         c = self.workload.config
