@@ -66,9 +66,8 @@ def _total(found: list[Exploration], seconds: float, order: list[Space]) -> Scan
     """The failure of the fewest steps, then of the first space in the scope's order: each
     process finished every depth up to the smallest failing one, so this is the same
     failure on every run, however the processes were timed."""
-    failing = [f for f in found if f.failure is not None]
-    first = min(failing, key=lambda f: (f.depth, order.index(f.space)), default=None)  # type: ignore[arg-type]
-    shortest = None if first is None else first.failure
+    failing = [(f.depth, order.index(f.space), f.failure) for f in found if f.space]
+    shortest = min(failing, key=lambda f: f[:2], default=(0, 0, None))[2]
     return Scan(sum(f.states for f in found), sum(f.edges for f in found), seconds, shortest,
                 all(f.finished for f in found))  # fmt: skip
 

@@ -68,8 +68,6 @@ class _Search:
             if self.found.failure is not None:
                 return
             self.expand(self.frontier.popleft())
-            if self.found.failure is not None:
-                self.found.space = self.space
 
     def expand(self, path: _Path) -> None:
         step = path.steps + 1
@@ -77,19 +75,22 @@ class _Search:
             requests = path.requests + arrived
             if not requests:
                 continue  # an idle step before anything arrived is the same run, later
-            trace = self.edge(requests, path.eos_at)
-            self.reach(trace, _Path(requests, path.eos_at, step))
+            trace = self.edge(_Path(requests, path.eos_at, step))
             for eos_at in _eos_choices(self.space, trace, step, path.eos_at, requests):
-                self.reach(self.edge(requests, eos_at), _Path(requests, eos_at, step))
+                self.edge(_Path(requests, eos_at, step))
             if self.found.failure is not None:
                 return
 
-    def edge(self, requests: tuple[Request, ...], eos_at: tuple[tuple[str, int], ...]) -> Trace:
-        workload = Workload(self.space.config, requests, TokenModel(eos_at=eos_at), reupdate=True)
+    def edge(self, path: _Path) -> Trace:
+        """Verify the path's workload whole, then reach the state it ends in."""
+        model = TokenModel(eos_at=path.eos_at)
+        workload = Workload(self.space.config, path.requests, model, reupdate=True)
         verdict = verify(self.impl, workload)
         self.found.edges += 1
         if not verdict.ok and self.found.failure is None:
             self.found.failure = (workload, verdict)
+            self.found.depth, self.found.space = path.steps, self.space
+        self.reach(verdict.trace, path)
         return verdict.trace
 
     def reach(self, trace: Trace, path: _Path) -> None:
@@ -135,7 +136,6 @@ def explore(
         for search in searches:
             search.level()
             if found.failure is not None:
-                found.depth = depth
                 break
     return found
 
