@@ -65,7 +65,10 @@ def engine_command(args: argparse.Namespace) -> int:
         return faults.USAGE
     engine: Runs
     if args.in_process:
-        engine = LocalEngine(root)
+        try:
+            engine = LocalEngine(root)
+        except Exception as e:  # its import raised: the engine's fault, not ours
+            return load_failure(root, f"{type(e).__name__}: {e}")
     else:  # its code runs in its worker only, the import of its modules too
         limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
         try:
@@ -79,8 +82,7 @@ def engine_command(args: argparse.Namespace) -> int:
             return replay(engine, root, args.replay)
         found = search_engine(engine, args.examples)
     finally:
-        if isinstance(engine, IsolatedEngine):
-            engine.stop()
+        engine.stop()
     print(f"{found.examples} workloads in {found.seconds:.1f} s; reached: " + ", ".join(
         f"{label} ({found.reached[label]})" for label in LABELS))  # fmt: skip
     missed = [label for label in LABELS if not found.reached[label]]

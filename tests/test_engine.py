@@ -306,3 +306,13 @@ def test_an_engine_that_hashes_as_nano_vllm_does_runs_in_its_box(tmp_path: Path)
         engine.stop()
     assert found.failure is None, found.failure[1].report()
     assert found.reached["prefix-cache hit"] > 0
+
+
+@pytest.mark.parametrize("where", [[], ["--in-process"]], ids=["isolated", "in-process"])
+def test_an_engine_that_raises_on_import_fails_e6_not_ours(
+    tmp_path: Path, where: list[str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    root = _engine_with(tmp_path, "\n\nraise RuntimeError('boom at import')\n")
+    assert main(["engine", str(root), *where]) == faults.FAIL
+    out = capfd.readouterr().out
+    assert "E6: the engine raised while it was loaded" in out and "boom at import" in out

@@ -21,6 +21,8 @@ class Runs(Protocol):
 
     def generation(self) -> str: ...
 
+    def stop(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class EngineVerdict:
