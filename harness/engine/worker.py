@@ -51,7 +51,7 @@ class EngineWorker(Worker):
 
 def main(argv: list[str]) -> None:
     # PATH is the copy of the checkout's nanovllm/ folder: the checkout is its parent.
-    conn, board, path, sources, _ = boxed(argv, lambda p: read_sources(os.path.dirname(p)), PRELOAD)
+    conn, board, path, sources = boxed(argv, lambda p: read_sources(os.path.dirname(p)), PRELOAD)
     try:
         engine = load_engine(os.path.dirname(path), sources)
     except (Exception, SystemExit) as e:

@@ -105,7 +105,7 @@ class _Output:
 
 
 class Isolated:
-    """A submission file run in a worker process of its own."""
+    """A submission file (or an engine's sources folder) run in a worker process of its own."""
 
     def __init__(
         self, path: str | Path, limits: Limits | None = None, worker: str = WORKER

@@ -121,10 +121,10 @@ class Worker:
 
 def boxed(
     argv: list[str], read: Callable[[str], _T], preload: tuple[str, ...] = ()
-) -> tuple[Connection, Board, str, _T, str]:
+) -> tuple[Connection, Board, str, _T]:
     """Everything up to the box: import what the worker needs, `read(PATH)` (the box's own
-    copy, out of view once inside), enter the box, say "booted". Returns the connection,
-    the heartbeat board, PATH, what `read` returned, and the isolation level."""
+    copy, out of view once inside), enter the box, say "booted" (with the isolation level).
+    Returns the connection, the heartbeat board, PATH and what `read` returned."""
     fd, path, memory, workdir = int(argv[0]), argv[1], int(argv[2]), argv[3]
     uid, cpu = (None if argv[4] == "-" else int(argv[4])), int(argv[5])
     board = Board(int(argv[6]))
@@ -140,7 +140,7 @@ def boxed(
     box.die_with_parent(None if level == "full" else parent)
     # Up to here it was all ours: a worker that dies before this line is our fault.
     conn.send_bytes(json.dumps({"kind": "booted", "isolation": level}).encode())
-    return conn, board, path, payload, level
+    return conn, board, path, payload
 
 
 def _read_submission(path: str) -> bytes:
@@ -153,7 +153,7 @@ def _read_submission(path: str) -> bytes:
 
 
 def main(argv: list[str]) -> None:
-    conn, board, path, source, _ = boxed(argv, _read_submission)
+    conn, board, path, source = boxed(argv, _read_submission)
     try:
         module = load_submission(path, source)
     except (Exception, SystemExit) as e:
