@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from invariants.workload import blocks_for
+
 EOS = 0
-
-
-def blocks_for(num_tokens: int, block_size: int) -> int:
-    return -(-num_tokens // block_size)
 
 
 @dataclass(frozen=True)
@@ -83,11 +81,6 @@ class EngineWorkload:
             found.append(f"max_num_batched_tokens {c.max_num_batched_tokens} is below "
                          f"max_num_seqs {c.max_num_seqs}")  # fmt: skip
         return found
-
-    def size(self) -> tuple[int, int, int]:
-        """Smaller is simpler: fewer requests, fewer tokens, a smaller config."""
-        tokens = sum(len(r.prompt) + r.max_tokens for r in self.requests)
-        return len(self.requests), tokens, sum(asdict(self.config).values())
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
