@@ -10,10 +10,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, find, settings
+from hypothesis import find, settings
 from hypothesis.errors import NoSuchExample
 
 from harness.engine.verdict import EngineVerdict, Runs, verify_engine
+from harness.search.hunt import SEARCH
 from invariants.engine.workload import EngineWorkload
 from strategies.engine import engine_workloads, observe
 
@@ -36,8 +37,7 @@ def search_engine(engine: Runs, examples: int = 1000) -> Search:
         found.reached.update(observe(verdict.trace))
         return not verdict.ok
 
-    options = settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-                       suppress_health_check=list(HealthCheck))  # fmt: skip
+    options = settings(SEARCH, max_examples=examples)  # `check`'s hunt, derandomized
     try:
         strategy = engine_workloads(whole_prefill=engine.generation() == "whole")
         workload = find(strategy, fails, settings=options)
