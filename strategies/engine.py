@@ -3,7 +3,7 @@ show they do (docs/engines.md).
 
 Prompts are drawn over a tiny vocabulary from one or two shared stems, so prefixes repeat:
 prefix-cache hits, whole-prompt hits, and hits on blocks that sit in the free list. Block
-sizes of 1 to 4 and pools just above the largest request's need force preemption,
+sizes of 2 to 4 and pools just above the largest request's need force preemption,
 re-prefill after it and chunked prefill; arrivals spread over steps; eos comes from the
 token function (sometimes), and some requests ignore it. Everything shrinks toward fewer
 requests, shorter prompts, earlier arrivals and smaller configs.
@@ -37,10 +37,10 @@ _TOKENS = st.integers(1, 3)
 def engine_workloads(
     draw: st.DrawFn, max_requests: int = MAX_REQUESTS, whole_prefill: bool = False
 ) -> EngineWorkload:
-    """`whole_prefill` for nano-vllm's generation before chunked prefill: a prefill
-    computes a sequence to its end in one step, so the budget must hold the longest one
-    (a prompt and the output a preempted sequence re-prefills with), as nano-vllm's config
-    asserts."""
+    """`whole_prefill` for an engine that does not chunk prefills (nano-vllm before
+    8d63a98, and forks): a prefill computes a sequence to its end in one step, so the
+    budget must hold the longest one (a prompt and the output a preempted sequence
+    re-prefills with), as nano-vllm's config asserted."""
     vocab = draw(st.integers(1, 3))
     tokens = st.integers(1, vocab)
     stems = draw(st.lists(st.lists(tokens, min_size=1, max_size=8), min_size=1, max_size=2))
@@ -53,10 +53,15 @@ def engine_workloads(
         requests.append(EngineRequest(
             f"r{i}", tuple(prompt or [1]), draw(st.integers(1, 5)), draw(st.booleans()), arrival,
         ))  # fmt: skip
-    block_size = draw(st.integers(1, 4))
+    # nano-vllm never sees a block of one token: its Config asserts a multiple of 256, and
+    # its `len(seq) % block_size == 1` (a new block at a boundary) never fires at size 1.
+    block_size = draw(st.integers(2, 4))
     need = max(r.peak_blocks(block_size) for r in requests)
     seqs = draw(st.integers(1, 4))
-    longest = max(len(r.prompt) + r.max_tokens - 1 for r in requests) if whole_prefill else 1
+    # An engine that does not chunk prefills admits no prompt over the budget (nano-vllm
+    # asserted max_num_batched_tokens >= max_model_len then): the budget holds the longest
+    # sequence, a re-prefill after preemption included.
+    longest = max(len(r.prompt) + r.max_tokens for r in requests) if whole_prefill else 1
     config = EngineConfig(
         num_blocks=draw(st.integers(need, need + 6)),
         block_size=block_size,

@@ -19,6 +19,7 @@ from harness.engine.isolated import IsolatedEngine
 from harness.engine.loader import NotAnEngine, load_engine
 from harness.engine.local import LocalEngine
 from harness.engine.search import search_engine
+from harness.engine.setup import read_setup
 from harness.engine.verdict import verify_engine
 from harness.sandbox.isolation import Limits
 from invariants.engine.checks import CATALOGUE, check_engine
@@ -47,7 +48,7 @@ SHARED = workload(request("r1", 1, 1, 2, 1), request("r2", 1, 1, 2, 2, arrival=2
 
 @pytest.fixture(scope="module")
 def correct() -> LocalEngine:
-    return LocalEngine(CORRECT)
+    return LocalEngine(read_setup(str(CORRECT)))
 
 
 @given(w=engine_workloads())
@@ -68,7 +69,7 @@ TODAY = {MUTANTS[(2 * rotation_day() + k) % len(MUTANTS)] for k in range(2)}
     ids=lambda p: p.stem,
 )
 def test_each_mutant_is_caught_by_the_check_it_names(mutant: Path) -> None:
-    found = search_engine(LocalEngine(checkout(mutant)), examples=1000)
+    found = search_engine(LocalEngine(read_setup(str(checkout(mutant)))), examples=1000)
     assert found.failure is not None, f"{mutant.stem} passed {found.examples} workloads"
     check = found.failure[1].violations[0].check
     assert check in expected_checks(mutant), found.failure[1].report()
@@ -81,8 +82,8 @@ WHOLE = CORRECT.parent / "whole"  # nano-vllm's generation before chunked prefil
 @given(w=engine_workloads(whole_prefill=True))
 @SEARCH
 def test_the_whole_prefill_generation_is_driven_and_passes(w: EngineWorkload) -> None:
-    engine = LocalEngine(WHOLE)
-    assert engine.generation() == "whole"
+    engine = LocalEngine(read_setup(str(WHOLE)))
+    assert engine.setup.runner == "whole"
     verdict = verify_engine(engine, w)
     assert verdict.ok, verdict.report()
 
@@ -95,7 +96,7 @@ def test_the_whole_prefill_generation_is_checked_too(tmp_path: Path) -> None:
     sequence = root / "nanovllm" / "engine" / "sequence.py"
     rule = "\n\nSequence._sends_all_tokens = lambda self: self.num_completion_tokens == 0\n"
     sequence.write_text(sequence.read_text() + rule)
-    found = search_engine(LocalEngine(root), examples=1000)
+    found = search_engine(LocalEngine(read_setup(str(root))), examples=1000)
     assert found.failure is not None and found.failure[1].violations[0].check == "E8"
 
 
@@ -141,14 +142,14 @@ def _engine_with(tmp_path: Path, scheduler_body: str) -> Path:
 
 def test_an_engine_that_never_finishes_is_e5(tmp_path: Path) -> None:
     root = _engine_with(tmp_path, "\n\nScheduler.schedule = lambda self: ([], False)\n")
-    verdict = verify_engine(LocalEngine(root), SHARED)
+    verdict = verify_engine(LocalEngine(read_setup(str(root))), SHARED)
     assert [v.check for v in verdict.violations] == ["E5"]
     assert "not finished after" in verdict.violations[0].message
 
 
 def test_an_engine_that_raises_is_e6_naming_its_line(tmp_path: Path) -> None:
     body = "\n\ndef _boom(self, seq):\n    raise RuntimeError('no room')\n\nScheduler.add = _boom\n"
-    verdict = verify_engine(LocalEngine(_engine_with(tmp_path, body)), SHARED)
+    verdict = verify_engine(LocalEngine(read_setup(str(_engine_with(tmp_path, body)))), SHARED)
     (v,) = verdict.violations
     assert v.check == "E6" and "RuntimeError: no room" in v.message
     assert "nanovllm/engine/scheduler.py" in v.message and "_boom" in v.message
@@ -235,7 +236,7 @@ def test_an_engine_that_hangs_or_ends_its_worker_is_e6(
     tmp_path: Path, turn: str, said: str
 ) -> None:
     body = TURN.format(turn=turn)
-    engine = IsolatedEngine(_engine_with(tmp_path, body), Limits(call_timeout=0.5))
+    engine = IsolatedEngine(read_setup(str(_engine_with(tmp_path, body))), Limits(call_timeout=0.5))
     try:
         assert engine.isolation in {"full", "uid", "process"}
         verdict = verify_engine(engine, SHARED)
@@ -247,10 +248,10 @@ def test_an_engine_that_hangs_or_ends_its_worker_is_e6(
 
 
 def test_isolated_and_in_process_traces_are_the_same(correct: LocalEngine) -> None:
-    engine = IsolatedEngine(CORRECT)
+    engine = IsolatedEngine(read_setup(str(CORRECT)))
     try:
         assert engine.run(SHARED) == correct.run(SHARED)
-        assert engine.generation() == correct.generation() == "chunked"
+        assert engine.setup.runner == correct.setup.runner == "chunked"
     finally:
         engine.stop()
 
@@ -299,7 +300,7 @@ def test_an_engine_that_hashes_as_nano_vllm_does_runs_in_its_box(tmp_path: Path)
     shutil.copytree(CORRECT, root)
     manager = root / "nanovllm" / "engine" / "block_manager.py"
     manager.write_text(manager.read_text() + NANO_HASH)
-    engine = IsolatedEngine(root)
+    engine = IsolatedEngine(read_setup(str(root)))
     try:
         found = search_engine(engine, examples=200)
     finally:

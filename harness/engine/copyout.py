@@ -8,24 +8,24 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from invariants.engine.runner import Runner
 from invariants.engine.trace import Block, Copy, Pool, Scheduled
 from invariants.engine.workload import EngineWorkload
 
 
-def scheduled(seq: Any, name: str, generation: str, is_prefill: bool) -> Scheduled:
-    """Where the runner starts computing `seq` this step and how many tokens."""
+def scheduled(seq: Any, name: str, runner: Runner, is_prefill: bool) -> Scheduled:
+    """Which positions the runner computes for `seq` this step (invariants/engine/runner.py):
+    a prefill as the engine's runner reads it, a decode always its last position."""
     tokens = tuple(int(t) for t in seq.token_ids)
-    cached = int(seq.num_cached_tokens)
-    if generation == "chunked":
-        start, n = cached, int(seq.num_scheduled_tokens)
-    elif is_prefill:
-        start, n = cached, len(tokens) - cached
+    if is_prefill:
+        n = int(seq.num_scheduled_tokens) if runner.scheduled else 0
+        start, n = runner.prefill(int(seq.num_cached_tokens), n, len(tokens))
     else:
-        start, n = len(tokens) - 1, 1  # this generation leaves num_cached_tokens alone
+        start, n = len(tokens) - 1, 1
     return Scheduled(name, start, n, tokens, tuple(int(b) for b in seq.block_table))
 
 
-def pickled(seq: Any, generation: str) -> Copy:
+def pickled(seq: Any) -> Copy:
     """What a tensor-parallel worker would receive: `seq` through pickle and back."""
     clone = pickle.loads(pickle.dumps(seq))
 
@@ -33,16 +33,20 @@ def pickled(seq: Any, generation: str) -> Copy:
         try:
             return getattr(clone, name)
         except Exception:
-            return None  # a decode's copy has no token_ids, say
+            return None  # a field its __getstate__ does not send
 
-    tokens, table, last = field("token_ids"), field("block_table"), field("last_token")
-    cached, n = field("num_cached_tokens"), field("num_scheduled_tokens")
+    def number(name: str) -> int | None:
+        value = field(name)
+        return None if value is None else int(value)
+
+    tokens, table = field("token_ids"), field("block_table")
     return Copy(
         None if tokens is None else tuple(int(t) for t in tokens),
-        None if last is None else int(last),
-        None if cached is None or generation != "chunked" else int(cached),
-        None if n is None else int(n),
+        number("last_token"),
+        number("num_cached_tokens"),
+        number("num_scheduled_tokens"),
         None if table is None else tuple(int(b) for b in table),
+        number("num_tokens"),
     )
 
 

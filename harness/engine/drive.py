@@ -16,8 +16,11 @@ from typing import Any, TypeVar
 
 from harness.drive.driver import describe
 from harness.engine import copyout
-from harness.engine.loader import Config, Engine
+from harness.engine.loader import Config, ConfigUnset, Engine
+from harness.engine.setup import EngineSetup
+from invariants.engine.runner import RUNNERS
 from invariants.engine.trace import (
+    UNDRIVABLE,
     Copy,
     EngineFailure,
     EngineStep,
@@ -28,6 +31,7 @@ from invariants.engine.trace import (
 from invariants.engine.workload import EOS, EngineRequest, EngineWorkload
 
 _T = TypeVar("_T")
+API = ("add", "schedule", "postprocess", "is_finished")  # what the driver calls on a Scheduler
 
 
 class Stop(Exception):
@@ -35,10 +39,19 @@ class Stop(Exception):
         self.failure = failure
 
 
-def generation(engine: Engine) -> str:
-    """ "chunked" when postprocess() takes is_prefill (April 2026 on), else "whole"."""
-    params = inspect.signature(engine.Scheduler.postprocess).parameters
-    return "chunked" if len(params) >= 4 else "whole"
+def takes_is_prefill(engine: Engine) -> bool:
+    """Whether postprocess() is called with is_prefill (nano-vllm from 8d63a98 on): by its
+    signature, which says how to call it, not which runner the engine has."""
+    try:
+        params = list(inspect.signature(engine.Scheduler.postprocess).parameters.values())
+    except (TypeError, ValueError, AttributeError):
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params) or any(
+        p.name == "is_prefill" for p in params
+    ):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 4  # self, seqs, token_ids, is_prefill
 
 
 def bound(workload: EngineWorkload) -> int:
@@ -50,24 +63,33 @@ def bound(workload: EngineWorkload) -> int:
 
 
 def run_engine(
-    engine: Engine, workload: EngineWorkload, beat: Callable[[int, str], None] | None = None
+    engine: Engine,
+    workload: EngineWorkload,
+    setup: EngineSetup,
+    beat: Callable[[int, str], None] | None = None,
 ) -> EngineTrace:
-    """Drive `workload` through `engine`; `beat(step, call)` before every call into it (the
-    isolated worker's heartbeat, so that a call that hangs is told from a long run)."""
-    run = _Run(engine, workload, beat)
+    """Drive `workload` through `engine` as `setup` says; `beat(step, call)` before every
+    call into it (the isolated worker's heartbeat, so that a call that hangs is told from a
+    long run)."""
+    run = _Run(engine, workload, setup, beat)
     try:
         run.all_steps()
     except Stop as stop:
-        return EngineTrace(workload, run.generation, tuple(run.steps), failure=stop.failure)
-    return EngineTrace(workload, run.generation, tuple(run.steps), run.outputs())
+        return EngineTrace(workload, setup.runner, tuple(run.steps), failure=stop.failure)
+    return EngineTrace(workload, setup.runner, tuple(run.steps), run.outputs())
 
 
 class _Run:
     def __init__(
-        self, engine: Engine, workload: EngineWorkload, beat: Callable[[int, str], None] | None
+        self,
+        engine: Engine,
+        workload: EngineWorkload,
+        setup: EngineSetup,
+        beat: Callable[[int, str], None] | None,
     ) -> None:
         self.engine, self.workload, self.beat = engine, workload, beat
-        self.generation = generation(engine)
+        self.setup, self.runner = setup, RUNNERS[setup.runner]
+        self.with_is_prefill = takes_is_prefill(engine)
         self.seqs: dict[str, Any] = {}  # name -> the engine's Sequence
         self.names: dict[int, str] = {}  # id(Sequence) -> name
         self.steps: list[EngineStep] = []
@@ -80,19 +102,29 @@ class _Run:
             return fn()
         except Stop:
             raise
+        except ConfigUnset as e:  # our stand-in for its Config lacks a value: the user's to give
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, what, str(e))) from None
         except BaseException as e:  # SystemExit too: the engine must not end the run
             message = describe(e, None, str(self.engine.root))
             raise Stop(EngineFailure("E6", self.step, what, message)) from None
 
     def all_steps(self) -> None:
+        lacking = [f"Scheduler.{m}()" for m in API if not callable(
+            getattr(self.engine.Scheduler, m, None))]  # fmt: skip
+        if lacking:
+            raise Stop(EngineFailure(UNDRIVABLE, 0, "Scheduler", (
+                f"the engine's Scheduler has no {', '.join(lacking)}, which schedcheck calls as "
+                "nano-vllm's (docs/engines.md, \"Checking a fork\")")))  # fmt: skip
         c = self.workload.config
-        config = Config(
-            max_num_seqs=c.max_num_seqs,
-            max_num_batched_tokens=c.max_num_batched_tokens,
-            eos=EOS,
-            kvcache_block_size=c.block_size,
-            num_kvcache_blocks=c.num_blocks,
-        )
+        config = Config(**{
+            **self.setup.config,
+            "max_num_seqs": c.max_num_seqs,
+            "max_num_batched_tokens": c.max_num_batched_tokens,
+            "eos": EOS,
+            "kvcache_block_size": c.block_size,
+            "num_kvcache_blocks": c.num_blocks,
+            "max_model_len": self.workload.longest(),
+        })  # fmt: skip
         self.engine.Sequence.block_size = c.block_size
         self.scheduler = self.call("Scheduler()", lambda: self.engine.Scheduler(config))
         pending = sorted(self.workload.requests, key=lambda r: r.arrival)
@@ -140,7 +172,7 @@ class _Run:
         )
         record = EngineStep(self.step, is_prefill, views, copies, sampled, before, None)
         self.steps.append(record)
-        if self.generation == "chunked":
+        if self.with_is_prefill:
             self.call(
                 "postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled), is_prefill)
             )
@@ -150,11 +182,20 @@ class _Run:
         self.steps[-1] = EngineStep(self.step, is_prefill, views, copies, sampled, before, after)
 
     def read(self, call: str, fn: Callable[[], _T]) -> _T:
-        """Copy values out of the engine; what cannot be read is the engine's fault (E6)."""
+        """Copy values out of the engine. A field nano-vllm has and this engine lacks means it
+        cannot be driven as nano-vllm's (exit 2, naming it); anything else that cannot be read
+        is the engine's fault (E6)."""
         try:
             return fn()
         except Stop:
             raise
+        except Shape as e:
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, str(e))) from None
+        except AttributeError as e:
+            owner = type(e.obj).__name__ if getattr(e, "obj", None) is not None else "an object"
+            message = (f"{owner} has no attribute {e.name!r}, which schedcheck reads as "
+                       f"nano-vllm's (docs/engines.md, \"Checking a fork\"): {e}")  # fmt: skip
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
         except Exception as e:
             raise Stop(
                 EngineFailure(
@@ -166,13 +207,13 @@ class _Run:
         if self.beat is not None:
             self.beat(self.step, "pickle")
         try:
-            return copyout.pickled(seq, self.generation)
+            return copyout.pickled(seq)
         except BaseException as e:  # its __getstate__ is its code: SystemExit included
             message = f"{view.name} cannot be pickled: {e!r}"
             raise Stop(EngineFailure("E8", self.step, "pickle", message)) from None
 
     def view(self, seq: Any, is_prefill: bool) -> Scheduled:
-        return copyout.scheduled(seq, self.names[id(seq)], self.generation, is_prefill)
+        return copyout.scheduled(seq, self.names[id(seq)], self.runner, is_prefill)
 
     def pool(self) -> Pool:
         return copyout.pool(self.scheduler.block_manager, self.seqs)
@@ -182,9 +223,23 @@ class _Run:
 
 
 def _returned(got: Any, names: dict[int, str]) -> tuple[list[Any], bool]:
-    seqs, is_prefill = got
-    seqs = list(seqs)
+    """schedule()'s answer as (sequences, is_prefill): nano-vllm's `(seqs, is_prefill)`, with
+    anything a fork adds after them, as a tuple or a list."""
+    if not isinstance(got, (tuple, list)) or len(got) < 2 or not isinstance(got[1], bool):
+        raise Shape(f"schedule() returned {_shape(got)}, not (sequences, is_prefill) as "
+                    "nano-vllm's does")  # fmt: skip
+    seqs = list(got[0])
     unknown = [s for s in seqs if id(s) not in names]
     if unknown:
         raise ValueError(f"schedule() returned an object that was never added: {unknown[0]!r}")
-    return seqs, bool(is_prefill)
+    return seqs, got[1]
+
+
+class Shape(Exception):
+    """An answer of another shape than nano-vllm's: the engine cannot be driven as it is."""
+
+
+def _shape(got: Any) -> str:
+    if isinstance(got, (tuple, list)):
+        return f"a {type(got).__name__} of {len(got)} ({', '.join(type(x).__name__ for x in got)})"
+    return f"a {type(got).__name__}"

@@ -7,9 +7,8 @@ worker's heartbeat named.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from harness import layout
+from harness.engine.setup import EngineSetup
 from harness.engine.worker import calls
 from harness.faults import SubmissionFailure
 from harness.sandbox.isolation import Isolated, Limits
@@ -20,8 +19,9 @@ WORKER = layout.module("harness.engine.worker")
 
 
 class IsolatedEngine:
-    def __init__(self, root: str | Path, limits: Limits | None = None) -> None:
-        self.worker = Isolated(Path(root).resolve() / "nanovllm", limits, WORKER)
+    def __init__(self, setup: EngineSetup, limits: Limits | None = None) -> None:
+        self.setup = setup
+        self.worker = Isolated(setup.folder, limits, WORKER)
         self.worker.start()  # SubmissionError if the engine does not even load
 
     @property
@@ -35,12 +35,15 @@ class IsolatedEngine:
     def run(self, workload: EngineWorkload) -> EngineTrace:
         try:
             value = self.worker.request(
-                calls(workload), op="engine_run", workload=workload.to_dict()
+                calls(workload),
+                op="engine_run",
+                workload=workload.to_dict(),
+                setup=self.setup.to_dict(),
             )
         except SubmissionFailure as e:
             f = e.failure
             return EngineTrace(
-                workload, "unknown", failure=EngineFailure("E6", f.step, f.call, f.message)
+                workload, self.setup.runner, failure=EngineFailure("E6", f.step, f.call, f.message)
             )
         try:
             trace = EngineTrace.from_dict(value)
@@ -50,19 +53,12 @@ class IsolatedEngine:
             self.worker.stop()
             return EngineTrace(
                 workload,
-                "unknown",
+                self.setup.runner,
                 failure=EngineFailure(
                     "E6", 0, "engine run", "the worker sent something that is not this run's trace"
                 ),
             )
         return trace
-
-    def generation(self) -> str:
-        """The engine's generation, as its worker reads it (its code runs there only)."""
-        try:
-            return str(self.worker.request(1, op="engine_generation"))
-        except SubmissionFailure as e:
-            return f"unknown: {e.failure.message}"
 
     def stop(self) -> None:
         self.worker.stop()

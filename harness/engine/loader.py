@@ -1,10 +1,11 @@
 """Load a nano-vllm checkout's scheduling code: no torch, no transformers, no GPU.
 
-The checkout's `nanovllm/**/*.py` sources are read into memory first (an isolated worker
-reads them before it enters its box, where the files are out of view) and imported from
-there by a finder of our own: the packages' `__init__.py` are not run (they would import
-the whole engine), and `nanovllm.config` is a stub holding the fields the scheduler reads.
-Only what `nanovllm/engine/scheduler.py` and `nanovllm/sampling_params.py` import runs.
+The package's `**/*.py` sources (`nanovllm/`, or a fork's own name) are read into memory
+first (an isolated worker reads them before it enters its box, where the files are out of
+view) and imported from there by a finder of our own: the packages' `__init__.py` are not
+run (they would import the whole engine), and `<package>.config` is replaced by a `Config`
+holding the fields read off the engine's own config.py (harness/engine/setup.py). Only
+what `engine/scheduler.py` and `sampling_params.py` import runs.
 """
 
 from __future__ import annotations
@@ -19,52 +20,59 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FILES = ("nanovllm/sampling_params.py", "nanovllm/engine/sequence.py",
-         "nanovllm/engine/block_manager.py", "nanovllm/engine/scheduler.py")  # fmt: skip
+from harness.engine.setup import missing_modules
+
+
+class ConfigUnset(AttributeError):
+    """The engine read a Config field that has no value: the user's to give (exit 2)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Config.{name} has no value: schedcheck read no default for it in the engine's "
+            f"config.py; give one with --config {name}=VALUE"
+        )
+        self.field = name
 
 
 class Config:
-    """The stub of nanovllm.config.Config: only what the scheduler reads."""
+    """The engine's Config without its __post_init__ (which loads a model): the fields and
+    defaults read off its config.py, the workload's values over them (harness/engine/setup.py)."""
 
     def __init__(self, **fields: Any) -> None:
-        self.max_num_seqs = fields.get("max_num_seqs", 512)
-        self.max_num_batched_tokens = fields.get("max_num_batched_tokens", 16384)
-        self.eos = fields.get("eos", -1)
-        self.kvcache_block_size = fields.get("kvcache_block_size", 256)
-        self.num_kvcache_blocks = fields.get("num_kvcache_blocks", -1)
-        self.hf_config = None
+        self.__dict__.update(fields)
+
+    def __getattr__(self, name: str) -> Any:  # only called for a field with no value
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise ConfigUnset(name)
 
 
 class NotAnEngine(ValueError):
     """The folder is not a nano-vllm checkout (a usage error, not a verdict)."""
 
 
-def missing_files(root: Path) -> list[str]:
-    return [name for name in FILES if not (root / name).is_file()]
-
-
-def read_sources(root: str | Path) -> dict[str, str]:
-    """Every `nanovllm/**/*.py` of the checkout, by path relative to `root`."""
-    root = Path(root)
-    missing = missing_files(root)
+def read_sources(folder: str | Path) -> dict[str, str]:
+    """Every `*.py` of the package folder, by path relative to its parent."""
+    folder = Path(folder)
+    missing = missing_modules(folder.parent, folder.name)
     if missing:
-        raise NotAnEngine(f"{root} is not a nano-vllm checkout: no {', '.join(missing)}")
+        raise NotAnEngine(f"{folder.parent} is not a nano-vllm checkout: no {', '.join(missing)}")
     return {
-        str(p.relative_to(root)): p.read_text(errors="replace")
-        for p in sorted((root / "nanovllm").rglob("*.py"))
+        str(p.relative_to(folder.parent)): p.read_text(errors="replace")
+        for p in sorted(folder.rglob("*.py"))
     }
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """`nanovllm.*` from the sources: packages empty, modules compiled from their text."""
+    """`<package>.*` from the sources: packages empty, modules compiled from their text."""
 
-    def __init__(self, root: Path, sources: dict[str, str]) -> None:
-        self.root, self.sources = root, sources
+    def __init__(self, root: Path, package: str, sources: dict[str, str]) -> None:
+        self.root, self.package, self.sources = root, package, sources
 
     def find_spec(
         self, name: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if name != "nanovllm" and not name.startswith("nanovllm."):
+        if name != self.package and not name.startswith(self.package + "."):
             return None
         rel = name.replace(".", "/")
         if any(key.startswith(rel + "/") for key in self.sources):
@@ -96,6 +104,7 @@ class Engine:
     """A loaded engine: the classes the driver needs, and where they came from."""
 
     root: Path
+    package: str
     Scheduler: Any
     Sequence: Any
     SamplingParams: Any
@@ -112,22 +121,25 @@ class Engine:
         sys.meta_path.insert(0, self.finder)
 
 
-def load_engine(root: str | Path, sources: dict[str, str] | None = None) -> Engine:
-    """Import the checkout at `root` (from `sources` when given, as read before), fresh:
-    any earlier `nanovllm` modules are set aside, so checkouts load one after another."""
+def load_engine(
+    root: str | Path, sources: dict[str, str] | None = None, package: str = "nanovllm"
+) -> Engine:
+    """Import the package `package` of the checkout at `root` (from `sources` when given, as
+    read before), fresh: any earlier modules of that name are set aside, so checkouts load
+    one after another."""
     root = Path(root).resolve()
-    sources = read_sources(root) if sources is None else sources
-    for name in [n for n in sys.modules if n == "nanovllm" or n.startswith("nanovllm.")]:
+    sources = read_sources(root / package) if sources is None else sources
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
-    finder = _Finder(root, sources)
+    finder = _Finder(root, package, sources)
     sys.meta_path.insert(0, finder)
-    config = types.ModuleType("nanovllm.config")
+    config = types.ModuleType(f"{package}.config")
     config.Config = Config  # type: ignore[attr-defined]
-    sys.modules["nanovllm.config"] = config
-    scheduler = importlib.import_module("nanovllm.engine.scheduler")
-    sequence = importlib.import_module("nanovllm.engine.sequence")
-    params = importlib.import_module("nanovllm.sampling_params")
-    modules = {n: m for n, m in sys.modules.items() if n == "nanovllm" or n.startswith("nanovllm.")}
-    return Engine(root, scheduler.Scheduler, sequence.Sequence, params.SamplingParams, modules,
-                  finder)  # fmt: skip
+    sys.modules[f"{package}.config"] = config
+    scheduler = importlib.import_module(f"{package}.engine.scheduler")
+    sequence = importlib.import_module(f"{package}.engine.sequence")
+    params = importlib.import_module(f"{package}.sampling_params")
+    modules = {n: m for n, m in sys.modules.items() if n == package or n.startswith(package + ".")}
+    return Engine(root, package, scheduler.Scheduler, sequence.Sequence, params.SamplingParams,
+                  modules, finder)  # fmt: skip

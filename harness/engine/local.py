@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from harness.engine.drive import generation, run_engine
+from harness.engine.drive import run_engine
 from harness.engine.loader import Engine, load_engine
+from harness.engine.setup import EngineSetup
 from invariants.engine.trace import EngineTrace
 from invariants.engine.workload import EngineWorkload
 
@@ -13,15 +12,13 @@ from invariants.engine.workload import EngineWorkload
 class LocalEngine:
     isolation = "none"
 
-    def __init__(self, root: str | Path) -> None:
-        self.engine: Engine = load_engine(root)
+    def __init__(self, setup: EngineSetup) -> None:
+        self.setup = setup
+        self.engine: Engine = load_engine(setup.root, package=setup.package)
 
     def run(self, workload: EngineWorkload) -> EngineTrace:
         self.engine.install()
-        return run_engine(self.engine, workload)
-
-    def generation(self) -> str:
-        return generation(self.engine)
+        return run_engine(self.engine, workload, self.setup)
 
     def stop(self) -> None:
         """Nothing to stop: it runs here."""

@@ -15,7 +15,8 @@ from hypothesis.errors import NoSuchExample
 
 from harness.engine.verdict import EngineVerdict, Runs, verify_engine
 from harness.search.hunt import SEARCH
-from invariants.engine.workload import EngineWorkload
+from invariants.engine.runner import RUNNERS
+from invariants.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from strategies.engine import engine_workloads, observe
 
 
@@ -27,21 +28,42 @@ class Search:
     failure: tuple[EngineWorkload, EngineVerdict] | None = None
 
 
-def search_engine(engine: Runs, examples: int = 1000) -> Search:
+def chunks_prefills(engine: Runs) -> bool:
+    """Whether the engine splits a prompt longer than the budget over steps (probed: one
+    6-token prompt under a 4-token budget). An engine that does not chunk cannot admit
+    such a prompt at all, so its workloads keep the budget over every prefill."""
+    if not RUNNERS[engine.setup.runner].scheduled:
+        return False  # its runner computes every prefill to the end
+    probe = EngineWorkload(EngineConfig(8, 2, 1, 4), (EngineRequest("r1", (1, 2) * 3, 1),), 2)
+    trace = verify_engine(engine, probe).trace
+    first = trace.steps[0].scheduled if trace.steps else ()
+    return trace.steps[0].is_prefill and len(first) == 1 and first[0].num_scheduled < 6 \
+        if first else False  # fmt: skip
+
+
+def search_engine(
+    engine: Runs,
+    examples: int = 1000,
+    checks: list[str] | None = None,
+    chunked: bool | None = None,
+) -> Search:
+    """`chunked`: whether the engine chunks prefills (default: probed)."""
     found = Search()
     start = time.monotonic()
+    if chunked is None:
+        chunked = chunks_prefills(engine)
 
     def fails(workload: EngineWorkload) -> bool:
-        verdict = verify_engine(engine, workload)
+        verdict = verify_engine(engine, workload, checks)
         found.examples += 1
         found.reached.update(observe(verdict.trace))
         return not verdict.ok
 
     options = settings(SEARCH, max_examples=examples)  # `check`'s hunt, derandomized
     try:
-        strategy = engine_workloads(whole_prefill=engine.generation() == "whole")
+        strategy = engine_workloads(whole_prefill=not chunked)
         workload = find(strategy, fails, settings=options)
-        found.failure = (workload, verify_engine(engine, workload))
+        found.failure = (workload, verify_engine(engine, workload, checks))
     except NoSuchExample:
         pass
     found.seconds = time.monotonic() - start

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.engine.setup import EngineSetup
 from invariants.engine.checks import CATALOGUE, check_engine
-from invariants.engine.trace import EngineTrace
+from invariants.engine.trace import UNDRIVABLE, EngineTrace
 from invariants.engine.workload import EngineWorkload
 from invariants.violation import Violation
 
@@ -17,9 +18,10 @@ class Runs(Protocol):
     @property
     def isolation(self) -> str: ...
 
-    def run(self, workload: EngineWorkload) -> EngineTrace: ...
+    @property
+    def setup(self) -> EngineSetup: ...
 
-    def generation(self) -> str: ...
+    def run(self, workload: EngineWorkload) -> EngineTrace: ...
 
     def stop(self) -> None: ...
 
@@ -39,9 +41,19 @@ class EngineVerdict:
         return report(self.violations[0], self.trace)
 
 
-def verify_engine(engine: Runs, workload: EngineWorkload) -> EngineVerdict:
+class Undrivable(Exception):
+    """The engine cannot be driven as nano-vllm's (a usage error, exit 2): what it lacks."""
+
+
+def verify_engine(
+    engine: Runs, workload: EngineWorkload, checks: list[str] | None = None
+) -> EngineVerdict:
+    """Run `workload` and make `checks` (default: invariants.engine.checks.active())."""
     trace = engine.run(workload)
-    return EngineVerdict(trace, check_engine(trace))
+    if trace.failure is not None and trace.failure.check == UNDRIVABLE:
+        raise Undrivable(f"at step {trace.failure.step}, {trace.failure.call}: "
+                         f"{trace.failure.message}")  # fmt: skip
+    return EngineVerdict(trace, check_engine(trace, checks))
 
 
 def report(violation: Violation, trace: EngineTrace) -> str:
@@ -64,7 +76,7 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
         "",
-        f"steps ({trace.generation} prefill generation; positions computed, block tables):",
+        f"steps (runner {trace.runner}; positions computed, block tables):",
         "| step | phase | scheduled | sampled | free blocks after |",
         "|---|---|---|---|---|",
     ]  # fmt: skip

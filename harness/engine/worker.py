@@ -16,8 +16,9 @@ import types
 from multiprocessing.connection import Connection
 from typing import Any
 
-from harness.engine.drive import bound, generation, run_engine
+from harness.engine.drive import bound, run_engine
 from harness.engine.loader import Engine, load_engine, read_sources
+from harness.engine.setup import EngineSetup
 from harness.sandbox.beat import Board
 from harness.sandbox.worker import Worker, boxed
 from invariants.engine.workload import EngineWorkload
@@ -40,20 +41,18 @@ class EngineWorker(Worker):
         super().__init__(conn, types.ModuleType("engine"), board)
         self.engine = engine
 
-    def op_engine_generation(self, request: dict[str, Any]) -> None:
-        self.send(kind="result", value=generation(self.engine))
-
     def op_engine_run(self, request: dict[str, Any]) -> None:
         workload = EngineWorkload.from_dict(request["workload"])
-        trace = run_engine(self.engine, workload, self.heartbeat)
+        setup = EngineSetup.from_dict(request["setup"])
+        trace = run_engine(self.engine, workload, setup, self.heartbeat)
         self.send(kind="result", value=trace.to_dict())
 
 
 def main(argv: list[str]) -> None:
-    # PATH is the copy of the checkout's nanovllm/ folder: the checkout is its parent.
-    conn, board, path, sources = boxed(argv, lambda p: read_sources(os.path.dirname(p)), PRELOAD)
+    # PATH is the copy of the engine's package folder (nanovllm/, or a fork's own name).
+    conn, board, path, sources = boxed(argv, read_sources, PRELOAD)
     try:
-        engine = load_engine(os.path.dirname(path), sources)
+        engine = load_engine(os.path.dirname(path), sources, os.path.basename(path))
     except (Exception, SystemExit) as e:
         message = f"{type(e).__name__}: {e}"
         conn.send_bytes(json.dumps({"kind": "ready", "load_error": message}).encode())

@@ -4,7 +4,11 @@ E1 positions stay inside the sequence; E2 every KV read finds its own prefix's K
 (invariants/engine/kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
 E5 every request finishes in time; E6 the engine raises nothing; E7 each request's output
 equals its output alone; E8 a scheduled sequence's pickled copy carries what the model
-runner needs at that step.
+runner needs at that step; E9 (off unless asked for) no more than max_num_seqs sequences
+are running at once.
+
+E4 and E9 are policies, not safety: a fork may budget differently by design, so a run can
+switch them off (E4) or on (E9) by name. The others cannot be switched off.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from collections.abc import Callable, Iterator
 
 from invariants.engine.blocks import check_e3
 from invariants.engine.kv import check_e2, span
-from invariants.engine.trace import Copy, EngineTrace
+from invariants.engine.runner import RUNNERS, Runner
+from invariants.engine.trace import Copy, EngineTrace, Scheduled
 from invariants.violation import CheckInfo, Violation
 
 CATALOGUE = {
@@ -34,7 +39,7 @@ CATALOGUE = {
                   "overwrite each other", ("a block freed twice", "a cache hit on a free "
                   "block that is not taken out of the free list", "ref_count not raised "
                   "on a shared block")),
-        CheckInfo("E4", "each step keeps max_num_batched_tokens and max_num_seqs",
+        CheckInfo("E4", "each step keeps max_num_batched_tokens and max_num_seqs (a policy)",
                   "a step larger than the runner was sized for", ("a chunk not capped by "
                   "the budget left", "decode not bounded by max_num_seqs")),
         CheckInfo("E5", "every request finishes within the bound",
@@ -51,23 +56,50 @@ CATALOGUE = {
                   "tensor-parallel workers compute on missing or stale tokens",
                   ("__getstate__ sends only the last token to a re-prefill after "
                    "preemption", "a field missing from __getstate__")),
+        CheckInfo("E9", "at most max_num_seqs sequences are running at once (a policy, off "
+                  "unless asked for: nano-vllm PR #271)",
+                  "a resident sequence beyond the first max_num_seqs waits while the others "
+                  "decode", ("prefill admission counts only the sequences scheduled in this "
+                  "step, not those already running",)),
     )
 }  # fmt: skip
 
 
-def check_engine(trace: EngineTrace) -> list[Violation]:
-    """Every check on the trace; the earliest step first, then by check id."""
+POLICIES = {"E4": True, "E9": False}  # the checks a run may switch, and their default
+
+
+def active(off: frozenset[str] = frozenset(), on: frozenset[str] = frozenset()) -> list[str]:
+    """The checks a run makes: every safety check, and the policies on by default or asked
+    for, minus those switched off. ValueError for a safety check asked off, or no check."""
+    for name in off | on:
+        if name not in CATALOGUE:
+            raise ValueError(f"no engine check {name!r} (the checks: {', '.join(CATALOGUE)})")
+        if name not in POLICIES:
+            raise ValueError(f"{name} is a safety check, which cannot be switched; only the "
+                             f"policies {', '.join(POLICIES)} can")  # fmt: skip
+    return [c for c in CATALOGUE if (POLICIES.get(c, True) or c in on) and c not in off]
+
+
+def check_engine(trace: EngineTrace, checks: list[str] | None = None) -> list[Violation]:
+    """The checks (default: `active()`) on the trace; the earliest step first, then by id."""
+    chosen = set(active() if checks is None else checks)
     found: list[Violation] = []
-    for check in CHECKS.values():
-        found += list(check(trace))
+    for ids, check in CHECKS.items():
+        if set(ids.split("/")) & chosen:
+            found += list(check(trace))
     return sorted(found, key=lambda v: (v.step, v.check))
 
 
 def check_e1(trace: EngineTrace) -> Iterator[Violation]:
     bs = trace.workload.config.block_size
     for step in trace.steps:
+        names = [s.name for s in step.scheduled]
+        if len(set(names)) != len(names):
+            yield Violation("E1", step.step, "schedule()",
+                            f"a sequence is scheduled twice in one step: {names}",
+                            tuple(names))  # fmt: skip
         for seq in step.scheduled:
-            start, end = span(step, seq)
+            start, end = span(seq)
             size = len(seq.token_ids)
             if seq.num_scheduled < 1 or end > size or start < 0:
                 yield Violation("E1", step.step, "schedule()",
@@ -75,10 +107,6 @@ def check_e1(trace: EngineTrace) -> Iterator[Violation]:
                                 f"of a sequence of {size} tokens (num_cached_tokens {start}, "
                                 f"num_scheduled_tokens {seq.num_scheduled})",
                                 (seq.name,))  # fmt: skip
-            elif not step.is_prefill and (seq.num_scheduled != 1 or end != size):
-                yield Violation("E1", step.step, "schedule()",
-                                f"{seq.name} decodes positions {start}..{end - 1}, not its "
-                                f"last position {size - 1}", (seq.name,))  # fmt: skip
             elif len(seq.block_table) * bs < end:
                 yield Violation("E1", step.step, "schedule()",
                                 f"{seq.name} computes up to position {end - 1}, but its "
@@ -99,10 +127,19 @@ def check_e4(trace: EngineTrace) -> Iterator[Violation]:
             yield Violation("E4", step.step, "schedule()",
                             f"{len(names)} sequences scheduled, max_num_seqs is "
                             f"{config.max_num_seqs}", tuple(names))  # fmt: skip
-        if len(set(names)) != len(names):
-            yield Violation("E4", step.step, "schedule()",
-                            f"a sequence is scheduled twice in one step: {names}",
-                            tuple(names))  # fmt: skip
+
+
+def check_e9(trace: EngineTrace) -> Iterator[Violation]:
+    limit = trace.workload.config.max_num_seqs
+    for step in trace.steps:
+        running = [n for n, s in step.after_schedule.status.items() if s == "RUNNING"]
+        if len(running) > limit:
+            scheduled = [s.name for s in step.scheduled]
+            yield Violation("E9", step.step, "schedule()",
+                            f"{len(running)} sequences are running ({', '.join(running)}), "
+                            f"max_num_seqs is {limit}; this step scheduled "
+                            f"{', '.join(scheduled)}", tuple(running))  # fmt: skip
+            return  # the first step over the cap tells the story
 
 
 def check_failure(trace: EngineTrace) -> Iterator[Violation]:
@@ -125,26 +162,14 @@ def check_e7(trace: EngineTrace) -> Iterator[Violation]:
 
 
 def check_e8(trace: EngineTrace) -> Iterator[Violation]:
+    """What a tensor-parallel worker reads of its copy (nano-vllm's runner, one generation):
+    a prefill its block table, num_cached_tokens (and num_scheduled_tokens where the runner
+    reads it), len(seq) and token_ids at the positions computed; a decode its block table,
+    len(seq) and last_token (a decode's copy may carry no token_ids at all)."""
+    runner = RUNNERS[trace.runner]
     for step in trace.steps:
         for seq, copy in zip(step.scheduled, step.copies, strict=True):
-            start, end = span(step, seq)
-            size, problem = len(seq.token_ids), None
-            if copy.block_table != seq.block_table:
-                problem = f"block table {copy.block_table}, not {list(seq.block_table)}"
-            elif copy.num_cached is not None and copy.num_cached != seq.num_cached:
-                problem = f"num_cached_tokens {copy.num_cached}, not {seq.num_cached}"
-            else:
-                have = _known(copy, len(seq.token_ids))
-                if any(have.get(p) != seq.token_ids[p] for p in range(start, min(end, size))):
-                    shown = (
-                        f"tokens {list(copy.token_ids)}"
-                        if copy.token_ids is not None
-                        else f"only its last token, {copy.last_token}"
-                    )
-                    problem = (
-                        f"{shown}, but this step computes positions {start}..{end - 1}: "
-                        f"{list(seq.token_ids[start:end])}"
-                    )
+            problem = _copy_problem(runner, step.is_prefill, seq, copy)
             if problem is not None:
                 yield Violation(
                     "E8", step.step, "pickle", f"{seq.name}'s pickled copy carries {problem}",
@@ -152,11 +177,31 @@ def check_e8(trace: EngineTrace) -> Iterator[Violation]:
                 )  # fmt: skip
 
 
-def _known(copy: Copy, num_tokens: int) -> dict[int, int]:
-    """The tokens a copy lets the runner see, by position: all of them, or the last."""
-    if copy.token_ids is not None:
-        return dict(enumerate(copy.token_ids))
-    return {} if copy.last_token is None else {num_tokens - 1: copy.last_token}
+def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) -> str | None:
+    size = len(seq.token_ids)
+    if copy.block_table != seq.block_table:
+        return f"block table {copy.block_table}, not {list(seq.block_table)}"
+    if copy.num_tokens is not None and copy.num_tokens != size:
+        return f"num_tokens {copy.num_tokens}, not {size}"
+    if not is_prefill:
+        if copy.last_token != seq.token_ids[-1]:
+            return (f"last_token {copy.last_token}, but this decode step computes position "
+                    f"{size - 1}, token {seq.token_ids[-1]}")  # fmt: skip
+        return None
+    if copy.num_cached is None or (runner.scheduled and copy.num_scheduled is None):
+        return "no num_cached_tokens or num_scheduled_tokens, which the runner reads"
+    start, end = span(seq)
+    theirs = runner.prefill(copy.num_cached, copy.num_scheduled or 0, size)
+    if theirs != (start, end - start):
+        return (f"num_cached_tokens {copy.num_cached}, num_scheduled_tokens "
+                f"{copy.num_scheduled}: positions {theirs[0]}..{sum(theirs) - 1}, not "
+                f"{start}..{end - 1}")  # fmt: skip
+    have = copy.token_ids or ()
+    if any(p >= len(have) or have[p] != seq.token_ids[p] for p in range(start, min(end, size))):
+        shown = "no tokens" if copy.token_ids is None else f"tokens {list(have)}"
+        return (f"{shown}, but this step computes positions {start}..{end - 1}: "
+                f"{list(seq.token_ids[start:end])}")  # fmt: skip
+    return None
 
 
 CHECKS: dict[str, Callable[[EngineTrace], Iterator[Violation]]] = {
@@ -167,4 +212,5 @@ CHECKS: dict[str, Callable[[EngineTrace], Iterator[Violation]]] = {
     "E5/E6": check_failure,
     "E7": check_e7,
     "E8": check_e8,
+    "E9": check_e9,
 }

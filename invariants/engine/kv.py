@@ -1,7 +1,8 @@
 """E2, the simulated KV cache: each slot holds the KV of one (position, whole prefix).
 
 A step first writes the KV of every position it computes into the slot its sequence's
-block table names (`block_table[p // block_size] * block_size + p % block_size`), then
+block table names (`block_table[p // block_size] * block_size + p % block_size`; a decode
+writes into the table's last block, as nano-vllm's runner does), then
 every scheduled sequence attends to positions 0 .. end-1 through its block table: each
 read must find exactly what that position of that sequence's own prefix wrote. Reading
 another sequence's KV, or a block's stale KV after it was reused, is the silent bug: the
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from invariants.engine.trace import EngineStep, EngineTrace, Scheduled
+from invariants.engine.trace import EngineTrace, Scheduled
 from invariants.violation import Violation
 
 Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at which step
@@ -23,13 +24,14 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
     bs = trace.workload.config.block_size
     for step in trace.steps:
         for seq in step.scheduled:
-            start, end = span(step, seq)
+            start, end = span(seq)
             for p in range(start, min(end, len(seq.token_ids))):
-                slot = _slot(seq, p, bs)
+                # nano-vllm's decode writes into the table's last block, whatever p says
+                slot = _slot(seq, p, bs) if step.is_prefill else _last_slot(seq, p, bs)
                 if slot is not None:
                     slots[slot] = (p, seq.token_ids[: p + 1], seq.name, step.step)
         for seq in step.scheduled:
-            _, end = span(step, seq)
+            _, end = span(seq)
             for q in range(min(end, len(seq.token_ids))):
                 slot = _slot(seq, q, bs)
                 want = seq.token_ids[: q + 1]
@@ -50,7 +52,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 break  # one per sequence per step: the first wrong read tells the story
 
 
-def span(step: EngineStep, seq: Scheduled) -> tuple[int, int]:
+def span(seq: Scheduled) -> tuple[int, int]:
     """The positions this step computes for `seq`: [num_cached, num_cached + n)."""
     return seq.num_cached, seq.num_cached + seq.num_scheduled
 
@@ -60,6 +62,12 @@ def _slot(seq: Scheduled, p: int, block_size: int) -> int | None:
     if not 0 <= index < len(seq.block_table):
         return None
     return seq.block_table[index] * block_size + p % block_size
+
+
+def _last_slot(seq: Scheduled, p: int, block_size: int) -> int | None:
+    if not seq.block_table:
+        return None
+    return seq.block_table[-1] * block_size + p % block_size
 
 
 def _show(tokens: tuple[int, ...]) -> str:

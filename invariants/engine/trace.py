@@ -32,6 +32,7 @@ class Copy(NamedTuple):
     num_cached: int | None
     num_scheduled: int | None
     block_table: tuple[int, ...] | None
+    num_tokens: int | None = None  # len(seq) as the copy has it
 
 
 class Block(NamedTuple):
@@ -62,9 +63,13 @@ class EngineStep:
     after_postprocess: Pool | None  # None when postprocess() raised
 
 
+UNDRIVABLE = "undrivable"  # a stop that is no verdict: the engine is not of nano-vllm's shape
+
+
 @dataclass(frozen=True)
 class EngineFailure:
-    """The run stopped: the engine raised (E6) or did not finish in time (E5)."""
+    """The run stopped: the engine raised (E6) or did not finish in time (E5); or it could
+    not be driven as nano-vllm's (UNDRIVABLE: a usage error, exit 2, never a verdict)."""
 
     check: str
     step: int
@@ -75,7 +80,7 @@ class EngineFailure:
 @dataclass(frozen=True)
 class EngineTrace:
     workload: EngineWorkload
-    generation: str  # "chunked" (April 2026 on) or "whole" (prefill to the end in one step)
+    runner: str  # the model runner's rules it was driven with (invariants/engine/runner.py)
     steps: tuple[EngineStep, ...] = ()
     outputs: dict[str, tuple[int, ...]] = field(default_factory=dict)
     failure: EngineFailure | None = None
@@ -90,7 +95,7 @@ class EngineTrace:
 
         return {
             "workload": self.workload.to_dict(),
-            "generation": self.generation,
+            "runner": self.runner,
             "steps": [
                 {
                     "step": s.step,
@@ -131,14 +136,17 @@ class EngineTrace:
                 int(s["step"]), bool(s["is_prefill"]),
                 tuple(Scheduled(str(n), int(c), int(k), tup(t) or (), tup(b) or ())
                       for n, c, k, t, b in s["scheduled"]),
-                tuple(Copy(tup(t), None if lt is None else int(lt),
-                           None if c is None else int(c), None if k is None else int(k), tup(b))
-                      for t, lt, c, k, b in s["copies"]),
+                tuple(Copy(tup(t), _int(lt), _int(c), _int(k), tup(b), _int(nt))
+                      for t, lt, c, k, b, nt in s["copies"]),
                 tup(s["sampled"]) or (), after, pool(s["after_postprocess"]),
             ))  # fmt: skip
         failure = data["failure"]
         return cls(
-            EngineWorkload.from_dict(data["workload"]), str(data["generation"]), tuple(steps),
+            EngineWorkload.from_dict(data["workload"]), str(data["runner"]), tuple(steps),
             {k: tup(v) or () for k, v in data["outputs"].items()},
             None if failure is None else EngineFailure(**failure),
         )  # fmt: skip
+
+
+def _int(x: Any) -> int | None:
+    return None if x is None else int(x)

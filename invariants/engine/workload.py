@@ -66,6 +66,11 @@ class EngineWorkload:
                 break
         return tuple(out)
 
+    def longest(self) -> int:
+        """The longest any of its sequences grows (prompt and every output token): the
+        max_model_len it runs with."""
+        return max((len(r.prompt) + r.max_tokens for r in self.requests), default=1)
+
     def problems(self) -> list[str]:
         """Why this is not valid input for an engine (empty when it is): a request that
         cannot fit alone, or a token budget below max_num_seqs (a decode step may
@@ -77,6 +82,9 @@ class EngineWorkload:
             for r in self.requests
             if r.peak_blocks(c.block_size) > c.num_blocks
         ]
+        if c.block_size < 2:
+            found.append(f"kvcache_block_size {c.block_size} is below 2, which nano-vllm "
+                         "never runs with (docs/engines.md)")  # fmt: skip
         if c.max_num_batched_tokens < c.max_num_seqs:
             found.append(f"max_num_batched_tokens {c.max_num_batched_tokens} is below "
                          f"max_num_seqs {c.max_num_seqs}")  # fmt: skip

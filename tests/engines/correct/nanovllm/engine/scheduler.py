@@ -60,6 +60,7 @@ class Scheduler:
                     break
             else:  # seq was not preempted
                 seq.num_scheduled_tokens = 1
+                seq.is_prefill = False
                 self.block_manager.may_append(seq)
                 scheduled.append(seq)
         self.running.extendleft(reversed(scheduled))
@@ -67,6 +68,7 @@ class Scheduler:
 
     def preempt(self, seq: Sequence) -> None:
         seq.status = SequenceStatus.WAITING
+        seq.is_prefill = True
         self.block_manager.deallocate(seq)
         self.waiting.appendleft(seq)
 

@@ -27,6 +27,7 @@ class Sequence:
         self.num_prompt_tokens = len(token_ids)
         self.num_cached_tokens = 0  # tokens whose KV is in the cache
         self.num_scheduled_tokens = 0  # tokens to compute in the current step
+        self.is_prefill = True  # the scheduler says: False in decode, True again on preemption
         self.block_table: list[int] = []
         self.temperature = sampling_params.temperature
         self.max_tokens = sampling_params.max_tokens
@@ -77,8 +78,9 @@ class Sequence:
         self.num_tokens += 1
 
     def _in_prefill(self) -> bool:
-        # More than the last token still has to be computed: workers need all tokens.
-        return self.num_cached_tokens < self.num_tokens - 1
+        # The phase, not the numbers: a one-token prefill and a decode both compute one
+        # position, but a prefill's runner reads token_ids and a decode's last_token.
+        return self.is_prefill
 
     def __getstate__(self):
         return (
@@ -99,8 +101,9 @@ class Sequence:
             self.block_table,
             last,
         ) = state
-        if self._in_prefill():
+        if isinstance(last, list):  # a prefill's copy: every token
             self.token_ids = last
             self.last_token = last[-1]
-        else:
+        else:  # a decode's: only the last one, which is all its runner reads
+            self.token_ids = []
             self.last_token = last

@@ -94,9 +94,9 @@ class Sequence:
         # preempted after it produced output is re-prefilled from its hit with its
         # outputs in the prompt. So schedule() marks a prefill explicitly (`prefilling`,
         # set for a prefill, cleared by postprocess(), carried in the pickled state so the
-        # copy decodes the same way), and a prefill whose hit leaves only the last
-        # position to compute needs only the last token, as a decode.
-        return self.prefilling and self.num_cached_tokens < self.num_tokens - 1
+        # copy decodes the same way): a prefill's runner reads token_ids, even where it
+        # computes only the last position.
+        return self.prefilling
 
     def __getstate__(self):
         return (
@@ -117,8 +117,9 @@ class Sequence:
             self.prefilling,
             last,
         ) = state
-        if self._sends_all_tokens():
+        if isinstance(last, list):  # a prefill's copy: every token
             self.token_ids = last
             self.last_token = last[-1]
-        else:
+        else:  # a decode's: only the last one, which is all its runner reads
+            self.token_ids = []
             self.last_token = last
