@@ -19,6 +19,9 @@ MARKERS = (
     "SCHEDCHECK_REQUIRE_REDIS is set)",
     "nanovllm: needs the [nanovllm] extra, xxhash and numpy (skipped without it, unless "
     "SCHEDCHECK_REQUIRE_NANOVLLM is set)",
+    "registry: downloads published nano-vllm derivatives from the package registry with pip "
+    "(skipped without the registry or the [nanovllm] extra, unless "
+    "SCHEDCHECK_REQUIRE_REGISTRY is set)",
 )
 
 

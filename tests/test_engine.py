@@ -190,7 +190,7 @@ def test_two_checkouts_load_side_by_side(tmp_path: Path) -> None:
     assert first.Scheduler is not other.Scheduler
     assert first.Scheduler.__module__ == other.Scheduler.__module__ == "nanovllm.engine.scheduler"
     with pytest.raises(
-        NotAnEngine, match=r"not a nano-vllm checkout: no nanovllm/sampling_params.py"
+        NotAnEngine, match=r"not a nano-vllm checkout: no nanovllm/engine/sequence.py"
     ):
         load_engine(tmp_path)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from harness.drive.driver import describe
@@ -31,7 +32,7 @@ from invariants.engine.trace import (
 from invariants.engine.workload import EOS, EngineRequest, EngineWorkload
 
 _T = TypeVar("_T")
-API = ("add", "schedule", "postprocess", "is_finished")  # what the driver calls on a Scheduler
+API = ("add", "schedule", "is_finished")  # what the driver calls on every Scheduler
 
 
 class Stop(Exception):
@@ -90,6 +91,14 @@ class _Run:
         self.engine, self.workload, self.beat = engine, workload, beat
         self.setup, self.runner = setup, RUNNERS[setup.runner]
         self.with_is_prefill = takes_is_prefill(engine)
+        # nano-vllm-voxcpm's shape: Sequence(seq_id, token_ids, block_size), no postprocess();
+        # its engine loop appends each token and calls Scheduler.finish() on a stop.
+        self.named_sequences = _first_parameter(engine.Sequence) == "seq_id"
+        self.loop_finishes = not hasattr(engine.Scheduler, "postprocess") and callable(
+            getattr(engine.Scheduler, "finish", None)
+        )
+        self.pickles = any("__getstate__" in vars(k) for k in engine.Sequence.__mro__[:-1])
+        self.requests = {r.name: r for r in workload.requests}
         self.seqs: dict[str, Any] = {}  # name -> the engine's Sequence
         self.names: dict[int, str] = {}  # id(Sequence) -> name
         self.steps: list[EngineStep] = []
@@ -111,6 +120,11 @@ class _Run:
     def all_steps(self) -> None:
         lacking = [f"Scheduler.{m}()" for m in API if not callable(
             getattr(self.engine.Scheduler, m, None))]  # fmt: skip
+        if not self.loop_finishes and not callable(getattr(self.engine.Scheduler, "postprocess",
+                                                           None)):  # fmt: skip
+            lacking.append("Scheduler.postprocess() (or finish())")
+        if self.engine.SamplingParams is None and not self.named_sequences:
+            lacking.append("sampling_params.py (SamplingParams)")
         if lacking:
             raise Stop(EngineFailure(UNDRIVABLE, 0, "Scheduler", (
                 f"the engine's Scheduler has no {', '.join(lacking)}, which schedcheck calls as "
@@ -151,6 +165,12 @@ class _Run:
             self.one_step()
 
     def add(self, request: EngineRequest) -> None:
+        if self.named_sequences:
+            size, prompt = self.workload.config.block_size, list(request.prompt)
+            seq = self.call("Sequence()", lambda: self.engine.Sequence(request.name, prompt, size))
+            self.seqs[request.name], self.names[id(seq)] = seq, request.name
+            self.call("add()", lambda: self.scheduler.add(seq))
+            return
         params = self.call(
             "SamplingParams()",
             lambda: self.engine.SamplingParams(
@@ -165,14 +185,17 @@ class _Run:
         got = self.call("schedule()", self.scheduler.schedule)
         seqs, is_prefill = self.read("schedule()", lambda: _returned(got, self.names))
         views = self.read("schedule()", lambda: tuple(self.view(s, is_prefill) for s in seqs))
-        copies = tuple(self.copy(s, view) for s, view in zip(seqs, views, strict=True))
+        # E8 only where the engine pickles its sequences to workers in a form of its own
+        copies = tuple(self.copy(s, v) for s, v in zip(seqs, views, strict=True) if self.pickles)
         before = self.read("schedule()", self.pool)
         sampled = tuple(
             self.workload.next_token(v.token_ids[: v.num_cached + v.num_scheduled]) for v in views
         )
         record = EngineStep(self.step, is_prefill, views, copies, sampled, before, None)
         self.steps.append(record)
-        if self.with_is_prefill:
+        if self.loop_finishes:
+            self.engine_loop(seqs, sampled)
+        elif self.with_is_prefill:
             self.call(
                 "postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled), is_prefill)
             )
@@ -180,6 +203,21 @@ class _Run:
             self.call("postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled)))
         after = self.read("postprocess()", self.pool)
         self.steps[-1] = EngineStep(self.step, is_prefill, views, copies, sampled, before, after)
+
+    def engine_loop(self, seqs: list[Any], sampled: tuple[int, ...]) -> None:
+        """What nano-vllm-voxcpm's LLMEngine.step does after the runner: append each token,
+        then finish() the sequences that stopped (eos unless ignored, or max_tokens)."""
+        stopped = [seq for seq, token in zip(seqs, sampled, strict=True)
+                   if self.append(seq, token)]  # fmt: skip
+        for seq in stopped:
+            self.call("finish()", partial(self.scheduler.finish, seq))
+
+    def append(self, seq: Any, token: int) -> bool:
+        """Append `token` to `seq` as the engine loop does; whether `seq` stopped."""
+        self.call("append_token()", partial(seq.append_token, token))
+        request = self.requests[self.names[id(seq)]]
+        made = self.read("append_token()", partial(len, seq.token_ids)) - len(request.prompt)
+        return (token == EOS and not request.ignore_eos) or made >= request.max_tokens
 
     def read(self, call: str, fn: Callable[[], _T]) -> _T:
         """Copy values out of the engine. A field nano-vllm has and this engine lacks means it
@@ -220,6 +258,14 @@ class _Run:
 
     def outputs(self) -> dict[str, tuple[int, ...]]:
         return self.read("end of run", lambda: copyout.outputs(self.seqs, self.workload))
+
+
+def _first_parameter(cls: Any) -> str:
+    try:
+        names = list(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return ""
+    return names[0] if names else ""
 
 
 def _returned(got: Any, names: dict[int, str]) -> tuple[list[Any], bool]:

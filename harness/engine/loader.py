@@ -139,7 +139,9 @@ def load_engine(
     sys.modules[f"{package}.config"] = config
     scheduler = importlib.import_module(f"{package}.engine.scheduler")
     sequence = importlib.import_module(f"{package}.engine.sequence")
-    params = importlib.import_module(f"{package}.sampling_params")
+    has_params = f"{package}/sampling_params.py" in sources  # nano-vllm-voxcpm has none
+    params = importlib.import_module(f"{package}.sampling_params") if has_params else None
     modules = {n: m for n, m in sys.modules.items() if n == package or n.startswith(package + ".")}
-    return Engine(root, package, scheduler.Scheduler, sequence.Sequence, params.SamplingParams,
+    return Engine(root, package, scheduler.Scheduler, sequence.Sequence,
+                  getattr(params, "SamplingParams", None),
                   modules, finder)  # fmt: skip

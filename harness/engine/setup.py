@@ -20,9 +20,8 @@ from typing import Any
 
 from invariants.engine.runner import RUNNERS
 
-# The modules the driver imports from the package, and the one it replaces (config).
-MODULES = ("sampling_params.py", "engine/sequence.py", "engine/block_manager.py",
-           "engine/scheduler.py")  # fmt: skip
+# The modules the driver imports from the package (and sampling_params.py where it is).
+MODULES = ("engine/sequence.py", "engine/block_manager.py", "engine/scheduler.py")
 # The Config fields every workload sets itself (docs/engines.md): --config cannot.
 DRAWN = ("max_num_seqs", "max_num_batched_tokens", "kvcache_block_size", "num_kvcache_blocks",
          "eos", "max_model_len")  # fmt: skip

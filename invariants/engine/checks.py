@@ -168,6 +168,8 @@ def check_e8(trace: EngineTrace) -> Iterator[Violation]:
     len(seq) and last_token (a decode's copy may carry no token_ids at all)."""
     runner = RUNNERS[trace.runner]
     for step in trace.steps:
+        if not step.copies:
+            continue  # its Sequence has no __getstate__: its workers get no pickled copies
         for seq, copy in zip(step.scheduled, step.copies, strict=True):
             problem = _copy_problem(runner, step.is_prefill, seq, copy)
             if problem is not None:

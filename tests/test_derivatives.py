@@ -1,0 +1,88 @@
+"""Published derivatives of nano-vllm, as their users install them, through `schedcheck engine`
+(issue 24): each pinned version is downloaded from the package registry at test time (`pip
+download --no-deps`; none of their code is kept in this repository), checked from its wheel
+as it is, and must end in the verdict written here. Every FAIL below was confirmed by
+reading the engine's code; docs/engines.md ("Engines checked") says each scenario in words.
+
+Marked `registry`: a machine without the registry (or without the [nanovllm] extra, which
+these engines import) skips them and says why, except where SCHEDCHECK_REQUIRE_REGISTRY is
+set (.ci/run sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import faults
+from schedcheck.cli import main
+
+REQUIRE = "SCHEDCHECK_REQUIRE_REGISTRY"
+
+# (distribution, version, verdict line's check, what the report must say)
+PINNED = [
+    # A prompt whose every block, the last one full, is cached leaves nothing to compute.
+    ("nano-vllm-fork", "20260210", "E1", "positions 2..1 of a sequence of 2 tokens"),
+    ("nano-vllm-npu", "0.0.1.post1", "E1", "of a sequence of 2 tokens"),
+    ("nano-vllm-npu", "0.0.2", "E1", "of a sequence of 2 tokens"),
+    # A stale hash entry: a reused block with the same tokens under another prefix is a hit.
+    *[("nano-vllm-voxcpm", v, "E2", "written for r1") for v in
+      ("1.0.0", "1.0.1", "2.0.0", "2.0.1", "2.0.2", "2.0.3", "2.0.4", "2.0.5")],
+    *[("nano-vllm-voxcpm-hifi", v, "E2", "written for r1") for v in ("2.0.1", "2.0.1.post2")],
+]  # fmt: skip
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get(REQUIRE):
+        pytest.fail(f"{reason}; {REQUIRE} is set, so this test must run")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    try:
+        import numpy  # noqa: F401
+        import xxhash  # noqa: F401
+    except ImportError as e:
+        _skip_or_fail(f"{e} (python -m pip install -e '.[nanovllm]')")
+    return tmp_path_factory.mktemp("wheels")
+
+
+def download(folder: Path, name: str, version: str) -> Path:
+    target = folder / f"{name}-{version}"
+    got = sorted(target.glob("*.whl"))
+    if not got:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+             "--disable-pip-version-check", "-q", "-d", str(target), f"{name}=={version}"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        got = sorted(target.glob("*.whl"))
+        if done.returncode != 0 or not got:
+            _skip_or_fail(f"pip download {name}=={version} failed: {done.stderr.strip()[-300:]}")
+    return got[0]
+
+
+@pytest.mark.registry
+@pytest.mark.parametrize(
+    ("name", "version", "check", "said"), PINNED, ids=[f"{n}-{v}" for n, v, _, _ in PINNED]
+)
+def test_a_published_derivative_is_driven_to_its_verdict(
+    wheels: Path,
+    name: str,
+    version: str,
+    check: str,
+    said: str,
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    wheel = download(wheels, name, version)
+    code = main(["engine", str(wheel), "--save-failures", str(tmp_path)])
+    out = capfd.readouterr().out
+    assert code == faults.FAIL, out
+    assert f": {check}\n" in out and said in out, out
+    assert main(["engine", str(wheel), "--replay", str(tmp_path / f"{check}.json")]) == faults.FAIL

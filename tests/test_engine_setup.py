@@ -1,0 +1,159 @@
+"""What `schedcheck engine` reads of an engine before it runs, and what it makes of real
+engines' shapes (issue 24): the engine's own Config, the runner of its generation, another
+package name, a wheel, schedule()'s answer, a Scheduler without postprocess(), the policy
+checks and what nano-vllm's runner asks of a pickled copy."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from harness import faults
+from harness.engine.local import LocalEngine
+from harness.engine.setup import SetupError, detect_runner, read_config, read_setup
+from harness.engine.verdict import Undrivable, verify_engine
+from invariants.engine.checks import active, check_engine
+from invariants.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from schedcheck.cli import main
+from tests.engines.catalogue import CORRECT
+
+R1, R2 = EngineRequest("r1", (1, 2, 1), 2), EngineRequest("r2", (2, 1), 2, arrival=2)
+ONE = EngineWorkload(EngineConfig(4, 2, 1, 4), (R1, R2))
+
+
+def fork(tmp_path: Path, package: str = "nanovllm", **appended: str) -> Path:
+    """The correct engine copied, its package renamed, text appended to its modules."""
+    root = tmp_path / "fork"
+    shutil.copytree(CORRECT / "nanovllm", root / package)
+    for path in (root / package).rglob("*.py"):
+        path.write_text(path.read_text().replace("nanovllm.", f"{package}."))
+    for module, text in appended.items():
+        target = root / package / f"{module.replace('.', '/')}.py"
+        target.write_text((target.read_text() if target.exists() else "") + text)
+    return root
+
+
+def test_the_config_is_read_off_config_py_fields_defaults_and_fields_without_one() -> None:
+    source = (
+        "from dataclasses import dataclass, field\n\n@dataclass\nclass Config:\n"
+        "    model: str\n    max_num_seqs: int = 512\n    chunk_size: int = field(default=8)\n"
+        "    stops: list = field(default_factory=list)\n    hf_config: object | None = None\n"
+        "    dtype = torch.float16\n"
+    )
+    values, unset = read_config(source)
+    assert values == {"max_num_seqs": 512, "chunk_size": 8, "stops": [], "hf_config": None}
+    assert unset == ("model", "dtype")
+
+
+def test_a_forks_own_config_field_is_read_and_can_be_set(tmp_path: Path) -> None:
+    body = ("\n\n_init = Scheduler.__init__\n\n\ndef _own(self, config):\n"
+            "    assert config.enable_chunked_prefill in (False, 'on')\n"
+            "    assert config.chunk_size == 4\n    _init(self, config)\n\n\n"
+            "Scheduler.__init__ = _own\n")  # fmt: skip
+    root = fork(tmp_path, **{"engine.scheduler": body})
+    (root / "nanovllm" / "config.py").write_text(
+        "class Config:\n    model: str\n    enable_chunked_prefill: bool = False\n"
+        "    chunk_size: int = 4\n"
+    )
+    assert verify_engine(LocalEngine(read_setup(str(root))), ONE).ok
+    on = read_setup(str(root), config=["enable_chunked_prefill='on'"])
+    assert verify_engine(LocalEngine(on), ONE).ok
+    with pytest.raises(SetupError, match="draws max_num_seqs"):
+        read_setup(str(root), config=["max_num_seqs=3"])
+
+
+def test_a_config_field_without_a_value_is_a_usage_error_naming_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    body = "\n\n_init = Scheduler.__init__\nScheduler.__init__ = lambda s, c: (c.model, _init(s, c))[1]\n"  # noqa: E501
+    root = fork(tmp_path, **{"engine.scheduler": body})
+    (root / "nanovllm" / "config.py").write_text("class Config:\n    model: str\n")
+    assert main(["engine", str(root), "--examples", "5"]) == faults.USAGE
+    assert "Config.model has no value" in capfd.readouterr().err
+    assert main(["engine", str(root), "--examples", "5", "--config", "model=x"]) == faults.PASS
+
+
+CLAMPED = "start = min(seq.num_cached_tokens, len(seq) - 1)"
+
+
+@pytest.mark.parametrize(
+    ("body", "runner"),
+    [
+        ("start = seq.num_cached_tokens\n        n = seq.num_scheduled_tokens", "chunked"),
+        (CLAMPED + "\n        n = seq.num_scheduled_tokens", "chunked-clamped"),
+        ("positions.extend(range(seq.num_cached_tokens, len(seq)))", "whole"),
+    ],
+)
+def test_the_runner_is_read_off_model_runner_py(tmp_path: Path, body: str, runner: str) -> None:
+    root = fork(tmp_path)
+    text = f"class ModelRunner:\n    def prepare_prefill(self, seqs):\n        {body}\n"
+    (root / "nanovllm" / "engine" / "model_runner.py").write_text(text)
+    assert detect_runner(root, "nanovllm")[0] == runner
+    assert read_setup(str(root), runner="whole").runner == "whole"  # the user corrects it
+
+
+def test_a_package_of_another_name_and_a_wheel_are_driven(tmp_path: Path) -> None:
+    root = fork(tmp_path, package="myengine")
+    setup = read_setup(str(root))
+    assert setup.package == "myengine"
+    assert verify_engine(LocalEngine(setup), ONE).ok
+    wheel = tmp_path / "myengine-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path in (root / "myengine").rglob("*.py"):
+            z.write(path, str(path.relative_to(root)))
+    assert read_setup(str(wheel)).package == "myengine"
+    assert main(["engine", str(wheel), "--examples", "20"]) == faults.PASS
+
+
+def test_schedule_may_answer_with_more_than_nano_vllms_pair(tmp_path: Path) -> None:
+    body = ("\n\n_schedule = Scheduler.schedule\n"
+            "Scheduler.schedule = lambda self: (*_schedule(self), {'swap': {}})\n")  # fmt: skip
+    assert verify_engine(LocalEngine(read_setup(str(fork(tmp_path, **{
+        "engine.scheduler": body})))), ONE).ok  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [("\n\n_s = Scheduler.schedule\nScheduler.schedule = lambda self: _s(self)[0]\n",
+      "schedule() returned a list of 1"),
+     ("\n\ndel Scheduler.postprocess\n", "Scheduler.postprocess() (or finish())")],
+    ids=["a-bare-list", "no-postprocess"],
+)  # fmt: skip
+def test_what_cannot_be_driven_is_a_usage_error_saying_what(
+    tmp_path: Path, body: str, said: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    root = fork(tmp_path, **{"engine.scheduler": body})
+    with pytest.raises(Undrivable, match=said.replace("(", r"\(").replace(")", r"\)")):
+        verify_engine(LocalEngine(read_setup(str(root))), ONE)
+    assert main(["engine", str(root)]) == faults.USAGE
+    assert said in capfd.readouterr().err
+
+
+def test_e9_is_a_policy_off_by_default_and_safety_checks_cannot_be_switched() -> None:
+    trace = LocalEngine(read_setup(str(CORRECT))).run(ONE)  # r2 arrives while r1 runs
+    assert check_engine(trace) == []
+    assert [v.check for v in check_engine(trace, active(on=frozenset({"E9"})))] == ["E9"]
+    assert "E4" not in active(off=frozenset({"E4"}))
+    with pytest.raises(ValueError, match="E2 is a safety check"):
+        active(off=frozenset({"E2"}))
+    with pytest.raises(ValueError, match="no engine check 'E42'"):
+        active(on=frozenset({"E42"}))
+
+
+def test_e8_asks_of_a_decodes_copy_its_last_token_not_its_tokens() -> None:
+    trace = LocalEngine(read_setup(str(CORRECT))).run(ONE)
+    i, step = next((i, s) for i, s in enumerate(trace.steps) if not s.is_prefill)
+    seq, copy = step.scheduled[0], step.copies[0]
+    assert copy.token_ids == () and copy.last_token == seq.token_ids[-1]  # nano-vllm's rule
+    wrong = dataclasses.replace(step, copies=(copy._replace(last_token=copy.last_token + 1),))
+    bad = dataclasses.replace(trace, steps=(*trace.steps[:i], wrong, *trace.steps[i + 1 :]))
+    assert [v.check for v in check_engine(bad)] == ["E8"]
+
+
+def test_a_block_of_one_token_is_not_valid_input() -> None:
+    w = EngineWorkload(EngineConfig(4, 1, 1, 4), (EngineRequest("r1", (1,), 1),))
+    assert "below 2" in w.problems()[0]
