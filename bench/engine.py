@@ -1,15 +1,18 @@
 """Engine mode: examples per second on nano-vllm's API, beside P07's.
 
-Run: python -m bench.engine
+Run: python -m bench.engine [PATH]
 The same 500 generated engine workloads are checked (every check, E1-E8) on the correct
 engine written here in nano-vllm's API (tests/engines/correct/), in this process and in
 an isolated worker; medians of 3. P07's figures come from bench.isolation on the same
-machine, for comparison. docs/performance.md keeps the numbers.
+machine, for comparison. With PATH (a nano-vllm checkout, say its main), also
+`schedcheck engine PATH`'s own search, 1,000 workloads isolated, timed whole (issue 24's
+target: at most 30 s on 2 cores). docs/performance.md keeps the numbers.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +21,8 @@ from bench.isolation import SUBMISSION, examples_per_second
 from harness.drive.loader import load_impl
 from harness.engine.isolated import IsolatedEngine
 from harness.engine.local import LocalEngine
+from harness.engine.search import search_engine
+from harness.engine.setup import read_setup
 from harness.engine.verdict import Runs, verify_engine
 from harness.sandbox.impl import InProcess
 from harness.sandbox.isolation import Isolated
@@ -51,7 +56,8 @@ def engine_rate(engine: Runs, workloads: list[EngineWorkload]) -> float:
 
 def main() -> None:
     workloads = engine_sample(COUNT)
-    local, isolated = LocalEngine(CORRECT), IsolatedEngine(CORRECT)
+    correct = read_setup(str(CORRECT))
+    local, isolated = LocalEngine(correct), IsolatedEngine(correct)
     try:
         here = statistics.median(engine_rate(local, workloads) for _ in range(3))
         boxed = statistics.median(engine_rate(isolated, workloads) for _ in range(3))
@@ -69,6 +75,17 @@ def main() -> None:
           f"{here:.0f} examples/s, isolated {boxed:.0f} examples/s")  # fmt: skip
     print(f"P07 (the reference as a submission, 300 workloads): in-process {p07_here:.0f} "
           f"examples/s, isolated {p07_boxed:.0f} examples/s")  # fmt: skip
+    if len(sys.argv) > 1:
+        engine = IsolatedEngine(read_setup(sys.argv[1]))
+        try:
+            start = time.perf_counter()
+            found = search_engine(engine, 1000)
+            took = time.perf_counter() - start
+        finally:
+            engine.stop()
+        verdict = "PASS" if found.failure is None else f"FAIL {found.failure[1].violations[0]}"
+        print(f"schedcheck engine {sys.argv[1]}: {found.examples} workloads, isolated, "
+              f"{took:.1f} s ({verdict})")  # fmt: skip
 
 
 if __name__ == "__main__":
