@@ -36,9 +36,9 @@ def chunks_prefills(engine: Runs) -> bool:
         return False  # its runner computes every prefill to the end
     probe = EngineWorkload(EngineConfig(8, 2, 1, 4), (EngineRequest("r1", (1, 2) * 3, 1),), 2)
     trace = verify_engine(engine, probe).trace
-    first = trace.steps[0].scheduled if trace.steps else ()
-    return trace.steps[0].is_prefill and len(first) == 1 and first[0].num_scheduled < 6 \
-        if first else False  # fmt: skip
+    if not trace.steps or not trace.steps[0].is_prefill or len(trace.steps[0].scheduled) != 1:
+        return False
+    return trace.steps[0].scheduled[0].num_scheduled < 6  # split: fewer than its 6 tokens
 
 
 def search_engine(
