@@ -113,7 +113,7 @@ def engine_command(args: argparse.Namespace) -> int:
     print(f"config: {setup.config_from}" + (f"; no value: {', '.join(setup.unset)}"
                                             if setup.unset else ""))  # fmt: skip
     runner = RUNNERS[setup.runner]
-    print(f"runner: {runner.name}, nano-vllm's of {runner.source} ({setup.runner_from}): "
+    print(f"runner: {runner.name}, the model runner of {runner.source} ({setup.runner_from}): "
           f"{runner.describe()}")  # fmt: skip
     try:
         if args.replay:

@@ -20,7 +20,7 @@ MAX_REQUESTS = 5
 
 PREFIX_HIT = "prefix-cache hit"
 WHOLE_PROMPT_HIT = "every full block of a prompt cached"
-FREE_BLOCK_HIT = "hit on a block in the free list"
+FREE_BLOCK_HIT = "hit on a freed block (free list or cached)"
 PREEMPTION = "preemption"
 REPREFILL = "re-prefill after preemption, with output"
 CHUNKED = "chunked prefill"
@@ -89,9 +89,8 @@ def observe(trace: EngineTrace) -> set[str]:
                 seen.add(PREFIX_HIT)
                 if seq.num_cached >= (len(seq.token_ids) - 1) // bs * bs:
                     seen.add(WHOLE_PROMPT_HIT)
-                if previous is not None and set(seq.block_table[: seq.num_cached // bs]) & set(
-                    previous.free
-                ):
+                freed: set[int] = set() if previous is None else {*previous.free, *previous.cached}
+                if set(seq.block_table[: seq.num_cached // bs]) & freed:
                     seen.add(FREE_BLOCK_HIT)
             if step.is_prefill and seq.num_cached + seq.num_scheduled < len(seq.token_ids):
                 seen.add(CHUNKED)

@@ -127,4 +127,4 @@ class SchedulerMachine(RuleBasedStateMachine):
 def test_state_machine(impl: Implementation) -> None:
     machine = type("Machine", (SchedulerMachine,), {"impl": impl})
     # Short runs: the bugs live in a few steps, and short runs shrink fast.
-    run_state_machine_as_test(machine, settings=settings(stateful_step_count=20))
+    run_state_machine_as_test(machine, settings=settings(stateful_step_count=20))  # type: ignore[no-untyped-call,unused-ignore]

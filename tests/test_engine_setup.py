@@ -14,12 +14,16 @@ import pytest
 
 from harness import faults
 from harness.engine.local import LocalEngine
+from harness.engine.search import search_engine
 from harness.engine.setup import SetupError, detect_runner, read_config, read_setup
 from harness.engine.verdict import Undrivable, verify_engine
+from invariants.engine.blocks import pool_problem
 from invariants.engine.checks import active, check_engine
+from invariants.engine.trace import Block, Pool
 from invariants.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from schedcheck.cli import main
-from tests.engines.catalogue import CORRECT
+from strategies.engine import CHUNKED, FREE_BLOCK_HIT
+from tests.engines.catalogue import CORRECT, SHAPES, checkout, runner_of
 
 R1, R2 = EngineRequest("r1", (1, 2, 1), 2), EngineRequest("r2", (2, 1), 2, arrival=2)
 ONE = EngineWorkload(EngineConfig(4, 2, 1, 4), (R1, R2))
@@ -81,16 +85,22 @@ CLAMPED = "start = min(seq.num_cached_tokens, len(seq) - 1)"
 
 
 @pytest.mark.parametrize(
-    ("body", "runner"),
+    ("function", "body", "runner"),
     [
-        ("start = seq.num_cached_tokens\n        n = seq.num_scheduled_tokens", "chunked"),
-        (CLAMPED + "\n        n = seq.num_scheduled_tokens", "chunked-clamped"),
-        ("positions.extend(range(seq.num_cached_tokens, len(seq)))", "whole"),
+        ("prepare_prefill", "start = seq.num_cached_tokens\n        n = seq.num_scheduled_tokens",
+         "chunked"),
+        ("prepare_prefill", CLAMPED + "\n        n = seq.num_scheduled_tokens", "chunked-clamped"),
+        ("prepare_prefill", "positions.extend(range(seq.num_cached_tokens, len(seq)))", "whole"),
+        ("prepare_model_input", "end = seq.num_cached_tokens + seq.num_new_tokens", "mixed"),
+        ("prepare_prefill", "start, end = seq.scheduled_prefill_start, seq.scheduled_prefill_end",
+         "window"),
     ],
-)
-def test_the_runner_is_read_off_model_runner_py(tmp_path: Path, body: str, runner: str) -> None:
+)  # fmt: skip
+def test_the_runner_is_read_off_model_runner_py(
+    tmp_path: Path, function: str, body: str, runner: str
+) -> None:
     root = fork(tmp_path)
-    text = f"class ModelRunner:\n    def prepare_prefill(self, seqs):\n        {body}\n"
+    text = f"class ModelRunner:\n    def {function}(self, seqs):\n        {body}\n"
     (root / "nanovllm" / "engine" / "model_runner.py").write_text(text)
     assert detect_runner(root, "nanovllm")[0] == runner
     assert read_setup(str(root), runner="whole").runner == "whole"  # the user corrects it
@@ -119,9 +129,11 @@ def test_schedule_may_answer_with_more_than_nano_vllms_pair(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("body", "said"),
     [("\n\n_s = Scheduler.schedule\nScheduler.schedule = lambda self: _s(self)[0]\n",
-      "schedule() returned a list of 1"),
+      "a mixed batch, which runner 'chunked' does not compute (--runner mixed does)"),
+     ("\n\n_s = Scheduler.schedule\nScheduler.schedule = lambda self: (_s(self)[0], 1)\n",
+      "schedule() returned a tuple of 2 (list, int), not (sequences, is_prefill)"),
      ("\n\ndel Scheduler.postprocess\n", "Scheduler.postprocess() (or finish())")],
-    ids=["a-bare-list", "no-postprocess"],
+    ids=["a-bare-list", "no-phase", "no-postprocess"],
 )  # fmt: skip
 def test_what_cannot_be_driven_is_a_usage_error_saying_what(
     tmp_path: Path, body: str, said: str, capfd: pytest.CaptureFixture[str]
@@ -157,3 +169,31 @@ def test_e8_asks_of_a_decodes_copy_its_last_token_not_its_tokens() -> None:
 def test_a_block_of_one_token_is_not_valid_input() -> None:
     w = EngineWorkload(EngineConfig(4, 1, 1, 4), (EngineRequest("r1", (1,), 1),))
     assert "below 2" in w.problems()[0]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda p: p.stem)
+def test_a_correct_engine_of_a_forks_shape_passes(shape: Path) -> None:
+    setup = read_setup(str(checkout(shape)), runner=runner_of(shape))
+    found = search_engine(LocalEngine(setup), examples=300)
+    assert found.failure is None, found.failure[1].report() if found.failure else ""
+    # each shape reaches what makes it a shape: mixed batches chunk, a cached pool is hit
+    assert {CHUNKED, FREE_BLOCK_HIT} <= set(found.reached), found.reached
+
+
+def _pool(free: tuple[int, ...], used: tuple[int, ...], cached: tuple[int, ...],
+          hashes: tuple[int, ...] = (7, 8, 9)) -> Pool:  # fmt: skip
+    blocks = tuple(Block(1 if b in used else 0, h, (b, b)) for b, h in enumerate(hashes))
+    tables = {"r1": used}
+    return Pool(blocks, free, used, tables, {"r1": (1, 2) * 3}, {"r1": "RUNNING"}, cached)
+
+
+def test_e3_counts_freed_but_cached_blocks_and_fires_on_one_in_no_state() -> None:
+    assert pool_problem(_pool((0,), (1,), (2,)), 2) is None  # free, used, cached: adds up
+    lost = pool_problem(_pool((0,), (1,), ()), 2)  # block 2 overwritten in a hash map
+    assert lost is not None and "block 2 is neither free nor used" in lost[0]
+    twice = pool_problem(_pool((0, 2), (1,), (2,)), 2)
+    assert twice is not None and "block 2 is both free and cached" in twice[0]
+    unhashed = pool_problem(_pool((0,), (1,), (2,), hashes=(7, 8, -1)), 2)
+    assert unhashed is not None and "block 2 is kept as cached, but holds no hash" in unhashed[0]
+    held = pool_problem(_pool((0,), (1,), (1, 2)), 2)
+    assert held is not None and "block 1 is both cached and used" in held[0]

@@ -6,6 +6,7 @@ the worker."""
 from __future__ import annotations
 
 import pickle
+from collections.abc import Mapping
 from typing import Any
 
 from invariants.engine.runner import Runner
@@ -17,16 +18,19 @@ def scheduled(seq: Any, name: str, runner: Runner, is_prefill: bool) -> Schedule
     """Which positions the runner computes for `seq` this step (invariants/engine/runner.py):
     a prefill as the engine's runner reads it, a decode always its last position."""
     tokens = tuple(int(t) for t in seq.token_ids)
-    if is_prefill:
-        n = int(seq.num_scheduled_tokens) if runner.scheduled else 0
-        start, n = runner.prefill(int(seq.num_cached_tokens), n, len(tokens))
+    if runner.by_prefill_rule(is_prefill):
+        first, span = runner.fields
+        start, n = runner.prefill(int(getattr(seq, first)),
+                                  _number(getattr(seq, span)) if span else None,
+                                  len(tokens))  # fmt: skip
     else:
         start, n = len(tokens) - 1, 1
     return Scheduled(name, start, n, tokens, tuple(int(b) for b in seq.block_table))
 
 
-def pickled(seq: Any) -> Copy:
-    """What a tensor-parallel worker would receive: `seq` through pickle and back."""
+def pickled(seq: Any, runner: Runner) -> Copy:
+    """What a tensor-parallel worker would receive: `seq` through pickle and back (of the
+    runner's two fields, under Copy's names num_cached and num_scheduled)."""
     clone = pickle.loads(pickle.dumps(seq))
 
     def field(name: str) -> Any:
@@ -36,24 +40,34 @@ def pickled(seq: Any) -> Copy:
             return None  # a field its __getstate__ does not send
 
     def number(name: str) -> int | None:
-        value = field(name)
-        return None if value is None else int(value)
+        return _number(field(name)) if name else None
 
     tokens, table = field("token_ids"), field("block_table")
     return Copy(
         None if tokens is None else tuple(int(t) for t in tokens),
         number("last_token"),
-        number("num_cached_tokens"),
-        number("num_scheduled_tokens"),
+        number(runner.fields[0]),
+        number(runner.fields[1]),
         None if table is None else tuple(int(b) for b in table),
         number("num_tokens"),
     )
 
 
+# A third state some forks give blocks: freed but still cached, evictable, kept apart from
+# the free list (shunwendongan/nano-vllm-online-serving's set, tang-jiapeng/nano-vllm-v1's
+# OrderedDict from hash to block id). nano-vllm itself keeps such blocks in the free list.
+CACHED = ("cached_block_ids", "cached_blocks", "evictable_block_ids")
+
+
 def pool(manager: Any, seqs: dict[str, Any]) -> Pool:
-    """The block manager's blocks, free list and used set; every sequence's table."""
+    """The block manager's blocks, free list, used set and evictable cached blocks (where it
+    keeps them apart); every sequence's table."""
     blocks = tuple(
-        Block(int(b.ref_count), int(b.hash), tuple(int(t) for t in b.token_ids))
+        Block(
+            int(b.ref_count),
+            -1 if b.hash is None else int(b.hash),
+            tuple(int(t) for t in b.token_ids or ()),
+        )
         for b in manager.blocks
     )
     return Pool(
@@ -63,7 +77,27 @@ def pool(manager: Any, seqs: dict[str, Any]) -> Pool:
         {n: tuple(int(b) for b in s.block_table) for n, s in seqs.items()},
         {n: tuple(int(t) for t in s.token_ids) for n, s in seqs.items()},
         {n: status(s) for n, s in seqs.items()},
+        cached(manager),
     )
+
+
+def cached(manager: Any) -> tuple[int, ...]:
+    """The block ids of a third container (CACHED): a set or an ordered set of them, or a
+    map from hash to block id."""
+    for name in CACHED:
+        container = getattr(manager, name, None)
+        if container is not None:
+            ids = list(container)
+            if isinstance(container, Mapping) and all(
+                isinstance(v, int) for v in container.values()
+            ):
+                ids = list(container.values())  # from hash to block id
+            return tuple(sorted(int(b) for b in ids))
+    return ()
+
+
+def _number(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def status(seq: Any) -> str:

@@ -19,7 +19,7 @@ from harness.drive.driver import describe
 from harness.engine import copyout
 from harness.engine.loader import Config, ConfigUnset, Engine
 from harness.engine.setup import EngineSetup
-from invariants.engine.runner import RUNNERS
+from invariants.engine.runner import RUNNERS, Runner
 from invariants.engine.trace import (
     UNDRIVABLE,
     Copy,
@@ -183,8 +183,13 @@ class _Run:
 
     def one_step(self) -> None:
         got = self.call("schedule()", self.scheduler.schedule)
-        seqs, is_prefill = self.read("schedule()", lambda: _returned(got, self.names))
-        views = self.read("schedule()", lambda: tuple(self.view(s, is_prefill) for s in seqs))
+        seqs, phase = self.read("schedule()", lambda: _returned(got, self.names, self.runner))
+        views = self.read("schedule()", lambda: tuple(self.view(s, phase is not False)
+                                                      for s in seqs))  # fmt: skip
+        # a mixed batch (schedule() returned only sequences) is a prefill step if any of its
+        # sequences computes more than its last position
+        is_prefill = phase if phase is not None else any(
+            v.num_cached < len(v.token_ids) - 1 for v in views)  # fmt: skip
         # E8 only where the engine pickles its sequences to workers in a form of its own
         copies = tuple(self.copy(s, v) for s, v in zip(seqs, views, strict=True) if self.pickles)
         before = self.read("schedule()", self.pool)
@@ -195,6 +200,16 @@ class _Run:
         self.steps.append(record)
         if self.loop_finishes:
             self.engine_loop(seqs, sampled)
+        elif phase is None:
+            # vLLM v1's style: tokens only for the sequences whose every token is now computed
+            # (their runner's seq_need_compute_logits), with those sequences' indices
+            need = [
+                i
+                for i, v in enumerate(views)
+                if v.num_cached + v.num_scheduled == len(v.token_ids) and v.block_table
+            ]
+            tokens = [sampled[i] for i in need]
+            self.call("postprocess()", lambda: self.scheduler.postprocess(seqs, tokens, need))
         elif self.with_is_prefill:
             self.call(
                 "postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled), is_prefill)
@@ -220,9 +235,9 @@ class _Run:
         return (token == EOS and not request.ignore_eos) or made >= request.max_tokens
 
     def read(self, call: str, fn: Callable[[], _T]) -> _T:
-        """Copy values out of the engine. A field nano-vllm has and this engine lacks means it
-        cannot be driven as nano-vllm's (exit 2, naming it); anything else that cannot be read
-        is the engine's fault (E6)."""
+        """Copy values out of the engine. A field nano-vllm has and this engine lacks, or holds
+        as something else, means it cannot be driven as nano-vllm's (exit 2, naming it): a
+        reading of ours that fails is no verdict on the engine."""
         try:
             return fn()
         except Stop:
@@ -234,18 +249,16 @@ class _Run:
             message = (f"{owner} has no attribute {e.name!r}, which schedcheck reads as "
                        f"nano-vllm's (docs/engines.md, \"Checking a fork\"): {e}")  # fmt: skip
             raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
-        except Exception as e:
-            raise Stop(
-                EngineFailure(
-                    "E6", self.step, call, f"its state could not be read as nano-vllm's: {e!r}"
-                )
-            ) from None
+        except Exception as e:  # a value of another type than nano-vllm's: not a verdict
+            message = (f"its state could not be read as nano-vllm's: {e!r} (docs/engines.md, "
+                       "\"Checking a fork\")")  # fmt: skip
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
 
     def copy(self, seq: Any, view: Scheduled) -> Copy:
         if self.beat is not None:
             self.beat(self.step, "pickle")
         try:
-            return copyout.pickled(seq)
+            return copyout.pickled(seq, self.runner)
         except BaseException as e:  # its __getstate__ is its code: SystemExit included
             message = f"{view.name} cannot be pickled: {e!r}"
             raise Stop(EngineFailure("E8", self.step, "pickle", message)) from None
@@ -268,12 +281,19 @@ def _first_parameter(cls: Any) -> str:
     return names[0] if names else ""
 
 
-def _returned(got: Any, names: dict[int, str]) -> tuple[list[Any], bool]:
+def _returned(got: Any, names: dict[int, str], runner: Runner) -> tuple[list[Any], bool | None]:
     """schedule()'s answer as (sequences, is_prefill): nano-vllm's `(seqs, is_prefill)`, with
-    anything a fork adds after them, as a tuple or a list."""
+    anything a fork adds after them, as a tuple or a list; or, where the runner computes
+    mixed batches, only the sequences (is_prefill None)."""
+    if isinstance(got, list) and all(id(s) in names for s in got):
+        if runner.decode != "mixed":
+            raise Shape(f"schedule() returned only sequences, {_shape(got)}: a mixed batch, "
+                        f"which runner {runner.name!r} does not compute (--runner mixed "
+                        "does)")  # fmt: skip
+        return list(got), None
     if not isinstance(got, (tuple, list)) or len(got) < 2 or not isinstance(got[1], bool):
         raise Shape(f"schedule() returned {_shape(got)}, not (sequences, is_prefill) as "
-                    "nano-vllm's does")  # fmt: skip
+                    "nano-vllm's does, nor a list of sequences (a mixed batch)")  # fmt: skip
     seqs = list(got[0])
     unknown = [s for s in seqs if id(s) not in names]
     if unknown:

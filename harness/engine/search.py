@@ -32,7 +32,7 @@ def chunks_prefills(engine: Runs) -> bool:
     """Whether the engine splits a prompt longer than the budget over steps (probed: one
     6-token prompt under a 4-token budget). An engine that does not chunk cannot admit
     such a prompt at all, so its workloads keep the budget over every prefill."""
-    if not RUNNERS[engine.setup.runner].scheduled:
+    if RUNNERS[engine.setup.runner].span == "rest":
         return False  # its runner computes every prefill to the end
     probe = EngineWorkload(EngineConfig(8, 2, 1, 4), (EngineRequest("r1", (1, 2) * 3, 1),), 2)
     trace = verify_engine(engine, probe).trace

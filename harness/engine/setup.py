@@ -196,8 +196,16 @@ def detect_runner(root: Path, package: str) -> tuple[str, str]:
             tree = None
         functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] if tree else []
         prefill = next((f for f in functions if f.name.startswith("prepare_prefill")), None)
+        unified = next((f for f in functions if f.name == "prepare_model_input"), None)
+        if prefill is None and unified is not None and "num_new_tokens" in (
+                ast.get_source_segment(text, unified) or ""):  # fmt: skip
+            return "mixed", (f"{where}: one prepare_model_input computes num_new_tokens from "
+                             "num_cached_tokens for every sequence")  # fmt: skip
         if prefill is not None:
             body = ast.get_source_segment(text, prefill) or ""
+            if "scheduled_prefill_start" in body:
+                return "window", (f"{where}: prepare_prefill computes from "
+                                  "scheduled_prefill_start to scheduled_prefill_end")  # fmt: skip
             if "num_scheduled_tokens" not in body:
                 return "whole", f"{where}: prepare_prefill computes every token to the end"
             if "min(seq.num_cached_tokens" in body.replace(" ", ""):

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from harness.engine.setup import EngineSetup
 from invariants.engine.checks import CATALOGUE, check_engine
+from invariants.engine.runner import RUNNERS
 from invariants.engine.trace import UNDRIVABLE, EngineTrace
 from invariants.engine.workload import EngineWorkload
 from invariants.violation import Violation
@@ -86,10 +87,12 @@ def report(violation: Violation, trace: EngineTrace) -> str:
             for s in step.scheduled
         )
         pool = step.after_postprocess or step.after_schedule
-        phase = "prefill" if step.is_prefill else "decode"
+        mixed = RUNNERS[trace.runner].decode == "mixed"  # no step-wide phase
+        phase = "mixed" if mixed else "prefill" if step.is_prefill else "decode"
+        cached = f" (cached: {list(pool.cached)})" if pool.cached else ""
         lines.append(
             f"| {step.step} | {phase} | {scheduled or '-'} | {list(step.sampled)} | "
-            f"{list(pool.free)} |"
+            f"{list(pool.free)}{cached} |"
         )
     if trace.failure is None:
         outputs = ", ".join(f"{n} {list(o)}" for n, o in trace.outputs.items())

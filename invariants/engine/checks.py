@@ -38,7 +38,8 @@ CATALOGUE = {
                   "leaked or double-used KV blocks: capacity shrinks, or two sequences "
                   "overwrite each other", ("a block freed twice", "a cache hit on a free "
                   "block that is not taken out of the free list", "ref_count not raised "
-                  "on a shared block")),
+                  "on a shared block", "freed blocks kept cached in a map by hash: a "
+                  "second block of that hash drops the first from every container")),
         CheckInfo("E4", "each step keeps max_num_batched_tokens and max_num_seqs (a policy)",
                   "a step larger than the runner was sized for", ("a chunk not capped by "
                   "the budget left", "decode not bounded by max_num_seqs")),
@@ -104,8 +105,8 @@ def check_e1(trace: EngineTrace) -> Iterator[Violation]:
             if seq.num_scheduled < 1 or end > size or start < 0:
                 yield Violation("E1", step.step, "schedule()",
                                 f"{seq.name} is scheduled for positions {start}..{end - 1} "
-                                f"of a sequence of {size} tokens (num_cached_tokens {start}, "
-                                f"num_scheduled_tokens {seq.num_scheduled})",
+                                f"of a sequence of {size} tokens (the runner starts at {start} "
+                                f"and computes {seq.num_scheduled})",
                                 (seq.name,))  # fmt: skip
             elif len(seq.block_table) * bs < end:
                 yield Violation("E1", step.step, "schedule()",
@@ -185,18 +186,20 @@ def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) 
         return f"block table {copy.block_table}, not {list(seq.block_table)}"
     if copy.num_tokens is not None and copy.num_tokens != size:
         return f"num_tokens {copy.num_tokens}, not {size}"
-    if not is_prefill:
+    if not runner.by_prefill_rule(is_prefill):
         if copy.last_token != seq.token_ids[-1]:
             return (f"last_token {copy.last_token}, but this decode step computes position "
                     f"{size - 1}, token {seq.token_ids[-1]}")  # fmt: skip
         return None
-    if copy.num_cached is None or (runner.scheduled and copy.num_scheduled is None):
-        return "no num_cached_tokens or num_scheduled_tokens, which the runner reads"
+    first, second = runner.fields
+    if copy.num_cached is None or (runner.span == "count" and copy.num_scheduled is None):
+        return f"no {first} or {second}, which the runner reads"
     start, end = span(seq)
-    theirs = runner.prefill(copy.num_cached, copy.num_scheduled or 0, size)
+    theirs = runner.prefill(copy.num_cached, copy.num_scheduled, size)
     if theirs != (start, end - start):
-        return (f"num_cached_tokens {copy.num_cached}, num_scheduled_tokens "
-                f"{copy.num_scheduled}: positions {theirs[0]}..{sum(theirs) - 1}, not "
+        said = f"{first} {copy.num_cached}" + (f", {second} {copy.num_scheduled}" if second
+                                                else "")  # fmt: skip
+        return (f"{said}: positions {theirs[0]}..{sum(theirs) - 1}, not "
                 f"{start}..{end - 1}")  # fmt: skip
     have = copy.token_ids or ()
     if any(p >= len(have) or have[p] != seq.token_ids[p] for p in range(start, min(end, size))):

@@ -2,7 +2,7 @@
 
 A step first writes the KV of every position it computes into the slot its sequence's
 block table names (`block_table[p // block_size] * block_size + p % block_size`; a decode
-writes into the table's last block, as nano-vllm's runner does), then
+writes into the table's last block where the runner does so, as nano-vllm's does), then
 every scheduled sequence attends to positions 0 .. end-1 through its block table: each
 read must find exactly what that position of that sequence's own prefix wrote. Reading
 another sequence's KV, or a block's stale KV after it was reused, is the silent bug: the
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from invariants.engine.runner import RUNNERS
 from invariants.engine.trace import EngineTrace, Scheduled
 from invariants.violation import Violation
 
@@ -22,12 +23,14 @@ Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at
 def check_e2(trace: EngineTrace) -> Iterator[Violation]:
     slots: dict[int, Written] = {}
     bs = trace.workload.config.block_size
+    runner = RUNNERS[trace.runner]
     for step in trace.steps:
+        # nano-vllm's decode writes into the table's last block, whatever p says
+        last = runner.decode == "last-block" and not step.is_prefill
         for seq in step.scheduled:
             start, end = span(seq)
             for p in range(start, min(end, len(seq.token_ids))):
-                # nano-vllm's decode writes into the table's last block, whatever p says
-                slot = _slot(seq, p, bs) if step.is_prefill else _last_slot(seq, p, bs)
+                slot = _last_slot(seq, p, bs) if last else _slot(seq, p, bs)
                 if slot is not None:
                     slots[slot] = (p, seq.token_ids[: p + 1], seq.name, step.step)
         for seq in step.scheduled:

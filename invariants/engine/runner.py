@@ -1,14 +1,19 @@
 """The model runner an engine is checked with: which positions a step computes for a
 scheduled sequence, and which of its fields a tensor-parallel worker reads.
 
-Each rule is nano-vllm's own `nanovllm/engine/model_runner.py` of one generation
-(docs/engines.md, "The model runner"), read off its `prepare_prefill` and `prepare_decode`:
+Each rule is one model runner's `prepare_prefill` / `prepare_decode` (or a fork's single
+`prepare_model_input`), read off its code (docs/engines.md, "The model runner"):
 
-- a prefill computes positions `start .. start + n - 1`, writing their KV into
-  `block_table[p // block_size]` at offset `p % block_size`, reading the sequence's tokens
-  there (`seq[start:end]`, so `token_ids` of a tensor-parallel copy);
-- a decode computes position `len(seq) - 1` from `last_token`, writing its KV into the
-  *last* block of the table (`block_table[-1]`), in every generation.
+- a prefill computes positions `start .. start + n - 1`, where `start` and `n` come from
+  two of the sequence's fields (`num_cached_tokens` and `num_scheduled_tokens` in nano-vllm
+  today); it writes their KV into `block_table[p // block_size]` at offset
+  `p % block_size` and reads the sequence's tokens there (`seq[start:end]`, so `token_ids`
+  of a tensor-parallel copy);
+- a decode computes position `len(seq) - 1` from `last_token`; nano-vllm writes its KV
+  into the *last* block of the table (`block_table[-1]`) in every generation, some forks
+  into `block_table[p // block_size]`; forks in vLLM v1's style have no decode step of
+  their own: every scheduled sequence, decode or not, is computed by the prefill rule, in
+  one mixed batch.
 
 Attention reads positions `0 .. end - 1` through the block table (a runner that reads past
 the chunk, as 8d63a98's `seqlen_k = seqlen` did, is the runner's own bug, not checked here).
@@ -17,33 +22,68 @@ the chunk, as 8d63a98's `seqlen_k = seqlen` did, is the runner's own bug, not ch
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+Span = Literal["count", "end", "rest"]  # the second field is a count, an end, or unused
+Decode = Literal["last-block", "position", "mixed"]
 
 
 @dataclass(frozen=True)
 class Runner:
     name: str
-    clamp: bool  # prefill starts at min(num_cached_tokens, len(seq) - 1), not num_cached_tokens
-    scheduled: bool  # prefill computes num_scheduled_tokens, not everything up to the end
-    source: str  # the nano-vllm commits whose model_runner.py this is
+    start: str  # the Sequence field a prefill starts at
+    span: Span
+    span_field: str  # the field giving the count or the end ("" for "rest")
+    clamp: bool  # the start is min(start, len(seq) - 1)
+    decode: Decode
+    source: str  # the model runner this rule was read from
 
     def describe(self) -> str:
-        start = "min(num_cached_tokens, len(seq)-1)" if self.clamp else "num_cached_tokens"
-        count = "num_scheduled_tokens" if self.scheduled else "every token to the end"
-        return (f"prefill computes {count} from {start} (tokens from token_ids); decode "
-                f"computes position len(seq)-1 from last_token, into block_table[-1]")  # fmt: skip
+        start = f"min({self.start}, len(seq)-1)" if self.clamp else self.start
+        count = {"count": f"{self.span_field} tokens", "rest": "every token to the end",
+                 "end": f"up to {self.span_field} (or to the end)"}[self.span]  # fmt: skip
+        decode = {
+            "last-block": "decode computes position len(seq)-1 from last_token, into "
+            "block_table[-1]",
+            "position": "decode computes position len(seq)-1 from last_token, into "
+            "block_table[p // block_size]",
+            "mixed": "no decode step of its own: every scheduled sequence is computed by "
+            "the same rule, in one mixed batch",
+        }[self.decode]
+        return f"prefill computes {count} from {start} (tokens from token_ids); {decode}"
 
-    def prefill(self, num_cached: int, num_scheduled: int, num_tokens: int) -> tuple[int, int]:
-        """(first position, count) a prefill step computes."""
-        start = min(num_cached, num_tokens - 1) if self.clamp else num_cached
-        count = num_scheduled if self.scheduled else num_tokens - start
-        return start, count
+    @property
+    def fields(self) -> tuple[str, str]:
+        """The two Sequence fields it reads: where a prefill starts, and its span."""
+        return self.start, self.span_field
+
+    def prefill(self, start: int, span: int | None, num_tokens: int) -> tuple[int, int]:
+        """(first position, count) a prefill computes, from the two fields' values."""
+        first = min(start, num_tokens - 1) if self.clamp else start
+        if self.span == "count":
+            return first, span or 0
+        if self.span == "end":
+            return first, (span or num_tokens) - first
+        return first, num_tokens - first
+
+    def by_prefill_rule(self, is_prefill: bool) -> bool:
+        """Whether a sequence of a step is computed by the prefill rule."""
+        return is_prefill or self.decode == "mixed"
 
 
 RUNNERS = {
     r.name: r
     for r in (
-        Runner("chunked", False, True, "f64d821 to bb823b3 (April 2026 on)"),
-        Runner("chunked-clamped", True, True, "8d63a98 to 25794a1 (the first chunked commits)"),
-        Runner("whole", False, False, "before 8d63a98 (9e8507e and earlier)"),
+        Runner("chunked", "num_cached_tokens", "count", "num_scheduled_tokens", False,
+               "last-block", "nano-vllm f64d821 to bb823b3 (April 2026 on)"),
+        Runner("chunked-clamped", "num_cached_tokens", "count", "num_scheduled_tokens", True,
+               "last-block", "nano-vllm 8d63a98 to 25794a1 (the first chunked commits)"),
+        Runner("whole", "num_cached_tokens", "rest", "", False, "last-block",
+               "nano-vllm before 8d63a98 (9e8507e and earlier)"),
+        Runner("mixed", "num_cached_tokens", "count", "num_new_tokens", False, "mixed",
+               "forks in vLLM v1's style (prepare_model_input; CodingPlatelets/nano-vllm-v1 "
+               "7ec374d, tang-jiapeng/nano-vllm-v1 a180672, laurxh/JK-infra b06f7d3)"),
+        Runner("window", "scheduled_prefill_start", "end", "scheduled_prefill_end", False,
+               "position", "shunwendongan/nano-vllm-online-serving 63ddd4f"),
     )
-}
+}  # fmt: skip

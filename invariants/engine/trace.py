@@ -18,14 +18,16 @@ class Scheduled(NamedTuple):
     """One scheduled sequence at schedule() time."""
 
     name: str
-    num_cached: int  # num_cached_tokens: its computation starts at this position
-    num_scheduled: int  # num_scheduled_tokens (old generation: to the end, or 1 in decode)
+    num_cached: int  # its computation starts at this position (the runner's rule)
+    num_scheduled: int  # the number of positions it computes (a decode: 1)
     token_ids: tuple[int, ...]
     block_table: tuple[int, ...]
 
 
 class Copy(NamedTuple):
-    """What pickle.loads(pickle.dumps(seq)) held; None where the copy had no such field."""
+    """What pickle.loads(pickle.dumps(seq)) held; None where the copy had no such field.
+    num_cached and num_scheduled are the two fields the runner reads (Runner.fields:
+    num_cached_tokens and num_scheduled_tokens in nano-vllm)."""
 
     token_ids: tuple[int, ...] | None
     last_token: int | None
@@ -50,6 +52,7 @@ class Pool(NamedTuple):
     tables: dict[str, tuple[int, ...]]  # every sequence added so far
     tokens: dict[str, tuple[int, ...]]
     status: dict[str, str]  # WAITING, RUNNING or FINISHED
+    cached: tuple[int, ...] = ()  # freed but cached, evictable, kept apart from free (sorted)
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ class EngineTrace:
             return None if p is None else {
                 "blocks": [list(b) for b in p.blocks], "free": list(p.free),
                 "used": list(p.used), "tables": p.tables, "tokens": p.tokens,
-                "status": p.status,
+                "status": p.status, "cached": list(p.cached),
             }  # fmt: skip
 
         return {
@@ -126,6 +129,7 @@ class EngineTrace:
                 {k: tup(v) or () for k, v in p["tables"].items()},
                 {k: tup(v) or () for k, v in p["tokens"].items()},
                 {k: str(v) for k, v in p["status"].items()},
+                tup(p.get("cached")) or (),
             )  # fmt: skip
 
         steps = []

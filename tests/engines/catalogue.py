@@ -13,13 +13,21 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CORRECT = HERE / "correct"
 MUTANTS = sorted((HERE / "mutants").glob("*.py"))
+SHAPES = sorted((HERE / "shapes").glob("*.py"))  # correct engines of a fork's shape
 _REPLACES = re.compile(r"^# replaces (\S+)$", re.M)
+_RUNNER = re.compile(r"^# runner (\S+)$", re.M)
 
 
 def replaced(mutant: Path) -> str:
     found = _REPLACES.search(mutant.read_text())
     assert found, f"{mutant.name}: no '# replaces nanovllm/...' line"
     return found.group(1)
+
+
+def runner_of(shape: Path) -> str | None:
+    """The runner a shape is computed by, where its `# runner NAME` line names one."""
+    found = _RUNNER.search(shape.read_text())
+    return found.group(1) if found else None
 
 
 def expected_checks(mutant: Path) -> set[str]:
@@ -30,7 +38,7 @@ def expected_checks(mutant: Path) -> set[str]:
 
 
 def checkout(mutant: Path | None = None) -> Path:
-    """The correct engine's checkout, or `mutant` assembled over it."""
+    """The correct engine's checkout, or `mutant` (or a shape) assembled over it."""
     if mutant is None:
         return CORRECT
     source = mutant.read_text()
