@@ -22,7 +22,7 @@ from invariants.engine.checks import active, check_engine
 from invariants.engine.trace import Block, Pool
 from invariants.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from schedcheck.cli import main
-from strategies.engine import CHUNKED, FREE_BLOCK_HIT
+from strategies.engine import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT
 from tests.engines.catalogue import CORRECT, SHAPES, checkout, runner_of
 
 R1, R2 = EngineRequest("r1", (1, 2, 1), 2), EngineRequest("r2", (2, 1), 2, arrival=2)
@@ -197,3 +197,35 @@ def test_e3_counts_freed_but_cached_blocks_and_fires_on_one_in_no_state() -> Non
     assert unhashed is not None and "block 2 is kept as cached, but holds no hash" in unhashed[0]
     held = pool_problem(_pool((0,), (1,), (1, 2)), 2)
     assert held is not None and "block 1 is both cached and used" in held[0]
+
+
+def test_an_engine_whose_eos_is_a_set_of_stop_ids_is_driven(tmp_path: Path) -> None:
+    root = fork(tmp_path)
+    scheduler = root / "nanovllm" / "engine" / "scheduler.py"
+    text = scheduler.read_text()
+    assert "token_id == self.eos" in text
+    scheduler.write_text(text.replace("token_id == self.eos", "token_id in self.eos"))
+    found = search_engine(LocalEngine(read_setup(str(root))), examples=100)
+    assert found.failure is None and found.reached[EOS_FINISH] > 0
+
+
+def test_a_runner_that_changes_the_sequences_it_runs_cannot_be_driven(tmp_path: Path) -> None:
+    root = fork(tmp_path)
+    runner = root / "nanovllm" / "engine" / "model_runner.py"
+    runner.write_text("class ModelRunner:\n    def warmup_model(self, seq):\n"
+                      "        seq.num_scheduled_tokens = 4\n")  # fmt: skip
+    assert read_setup(str(root)).runner == "chunked"  # warmup is outside a step
+    run = "    def run(self, seqs):\n        for seq in seqs:\n"
+    run += "            seq.num_computed_tokens += 1\n"
+    runner.write_text(runner.read_text() + run)
+    with pytest.raises(SetupError, match=r"\(num_computed_tokens in run\(\), in nanovllm/"):
+        read_setup(str(root))
+
+
+def test_a_checkout_without_an_engine_at_its_top_names_those_below(tmp_path: Path) -> None:
+    root = fork(tmp_path)
+    (tmp_path / "repo" / "src").mkdir(parents=True)
+    shutil.move(root / "nanovllm", tmp_path / "repo" / "src" / "nanovllm")
+    with pytest.raises(SetupError, match=r"below it: src/nanovllm \(give the folder"):
+        read_setup(str(tmp_path / "repo"))
+    assert read_setup(str(tmp_path / "repo" / "src")).package == "nanovllm"

@@ -11,7 +11,7 @@ cannot touch when it runs isolated.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, TypeVar
 
@@ -33,6 +33,18 @@ from invariants.engine.workload import EOS, EngineRequest, EngineWorkload
 
 _T = TypeVar("_T")
 API = ("add", "schedule", "is_finished")  # what the driver calls on every Scheduler
+
+
+class Eos(int):
+    """The eos token id, which also answers `in` as the set of it: some forks' engines give
+    the scheduler a set of stop ids in `config.eos` (brightmoonflame/nano-vllm-optimized's
+    `token_id in self.eos`), nano-vllm an int (`token_id == self.eos`)."""
+
+    def __contains__(self, token: object) -> bool:
+        return token == int(self)
+
+    def __iter__(self) -> Iterator[int]:
+        yield int(self)
 
 
 class Stop(Exception):
@@ -134,7 +146,7 @@ class _Run:
             **self.setup.config,
             "max_num_seqs": c.max_num_seqs,
             "max_num_batched_tokens": c.max_num_batched_tokens,
-            "eos": EOS,
+            "eos": Eos(EOS),
             "kvcache_block_size": c.block_size,
             "num_kvcache_blocks": c.num_blocks,
             "max_model_len": self.workload.longest(),

@@ -91,8 +91,11 @@ def locate(path: str | None, package: str | None) -> tuple[Path, str]:
         return where.resolve(), package
     found = sorted(d.name for d in where.iterdir() if d.is_dir() and _is_package(d))
     if not found:
+        deeper = _packages_below(where)
+        hint = (f"; below it: {', '.join(deeper)} (give the folder holding one as PATH)"
+                if deeper else "")  # fmt: skip
         raise SetupError(f"{path} is not a nano-vllm checkout: no nanovllm/ (or other "
-                         "package) holding engine/scheduler.py")  # fmt: skip
+                         f"package) holding engine/scheduler.py{hint}")  # fmt: skip
     if len(found) > 1 and "nanovllm" not in found:
         raise SetupError(f"{path} holds several engines ({', '.join(found)}): name one "
                          "with --package")  # fmt: skip
@@ -101,6 +104,19 @@ def locate(path: str | None, package: str | None) -> tuple[Path, str]:
 
 def _is_package(folder: Path) -> bool:
     return (folder / "engine" / "scheduler.py").is_file()
+
+
+def _packages_below(where: Path, depth: int = 4, most: int = 5) -> list[str]:
+    """Engine packages a few folders down (a src/ layout, a repository of variants)."""
+    found: list[str] = []
+    level = [where]
+    for _ in range(depth):
+        level = [d for f in level for d in sorted(f.iterdir())
+                 if d.is_dir() and not d.name.startswith((".", "__"))]  # fmt: skip
+        found += [str(d.relative_to(where)) for d in level if _is_package(d)]
+        if len(found) >= most:
+            break
+    return found[:most]
 
 
 def missing_modules(root: Path, package: str) -> list[str]:
@@ -221,6 +237,35 @@ def detect_runner(root: Path, package: str) -> tuple[str, str]:
     return "whole", f"guessed: no prepare_prefill in {where}; Sequence has no num_scheduled_tokens"
 
 
+def runner_writes(root: Path, package: str) -> list[str]:
+    """The Sequence fields the engine's model runner writes while it runs a step (in `run`
+    and the `prepare_*` functions; warmup is outside a step): state a simulated runner
+    cannot know to change, so such an engine cannot be driven (e.g. a runner that advances
+    `num_computed_tokens` itself)."""
+    source = root / package / "engine" / "model_runner.py"
+    try:
+        tree = ast.parse(source.read_text(errors="replace")) if source.is_file() else None
+    except SyntaxError:
+        return []
+    written: list[str] = []
+    for fn in ast.walk(tree) if tree else ():
+        if not isinstance(fn, ast.FunctionDef) or not (
+            fn.name == "run" or fn.name.startswith("prepare_")
+        ):
+            continue
+        for node in ast.walk(fn):
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, ast.AugAssign) else [])  # fmt: skip
+            for t in targets:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and (t.value.id == "seq" and f"{t.attr} in {fn.name}()" not in written)
+                ):
+                    written.append(f"{t.attr} in {fn.name}()")
+    return written
+
+
 def read_setup(
     path: str | None,
     package: str | None = None,
@@ -232,6 +277,13 @@ def read_setup(
     missing = missing_modules(root, name)
     if missing:
         raise SetupError(f"{root} is not a nano-vllm checkout: no {', '.join(missing)}")
+    written = runner_writes(root, name)
+    if written:
+        raise SetupError(
+            f"{root / name} cannot be driven: its model runner changes the sequences it runs "
+            f"({', '.join(written)}, in {name}/engine/model_runner.py), which schedcheck's "
+            'simulated runner does not know to do (docs/engines.md, "Checking a fork")'
+        )
     source = root / name / "config.py"
     values, unset = read_config(source.read_text(errors="replace") if source.is_file() else None)
     config_from = (f"{name}/config.py: {len(values) + len(unset)} fields read"
