@@ -16,22 +16,16 @@ import re
 import tempfile
 from pathlib import Path
 
+from harness.drive.loader import reference_source as _reference_source
+
 ROOT = Path(__file__).resolve().parent.parent
 _IMPORT = re.compile(r"^from scheduler import (.+)$", re.M)
 
 
 @functools.cache
 def reference_source() -> str:
-    """scheduler/sequence.py and scheduler/scheduler.py as one module, importing nothing
-    from schedcheck."""
-    parts = [(ROOT / "scheduler" / name).read_text() for name in ("sequence.py", "scheduler.py")]
-    body = "\n".join(
-        line
-        for part in parts
-        for line in part.splitlines()
-        if not line.startswith(("from __future__", "from scheduler"))
-    )
-    return f"from __future__ import annotations\n{body}\n"
+    """The reference as one module importing nothing from schedcheck."""
+    return _reference_source()
 
 
 def inline_reference(source: str) -> str:

@@ -15,6 +15,21 @@ REFERENCE = "reference"
 _counter = itertools.count()
 
 
+def reference_source() -> str:
+    """The reference as one submission file: scheduler/sequence.py and scheduler/scheduler.py
+    as one module importing nothing of schedcheck (a box cannot import the reference: a
+    submission must not see the course's solution)."""
+    folder = Path(importlib.import_module(layout.module("scheduler")).__file__ or "").parent
+    ours = ("from __future__", f"from {layout.module('scheduler')}")
+    body = "\n".join(
+        line
+        for name in ("sequence.py", "scheduler.py")
+        for line in (folder / name).read_text().splitlines()
+        if not line.startswith(ours)
+    )
+    return f"from __future__ import annotations\n{body}\n"
+
+
 def load_impl(where: str | Path = REFERENCE) -> ModuleType:
     """The module at `where` (a .py file), or the reference package for "reference".
 

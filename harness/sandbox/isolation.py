@@ -5,11 +5,19 @@ board says a call into the submission began: harness/sandbox/beat.py); a worker 
 hangs, or sends anything that is not a trace becomes an ordinary failure, and the next
 workload gets a fresh worker. What the submission prints is drained by a thread, kept up
 to a few KB, and never reaches our own output.
+
+Whose fault an error inside the worker is, is decided here too, never by the worker: once
+the submission's module has run, the worker's own code is the submission's to tamper with.
+When the worker reports a failure of schedcheck's code (or a reply that is no trace), the
+same request runs again on the reference in a fresh worker (`_theirs`): if it runs through,
+the worker broke only with the submission in it, and the run is the submission's failure;
+if it breaks there too, the fault is ours (exit 3).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import select
@@ -28,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from harness import layout
+from harness.drive.loader import reference_source
 from harness.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
 from harness.sandbox import uids
 from harness.sandbox.beat import Board, board_fd
@@ -47,6 +56,23 @@ WORKER = layout.module("harness.sandbox.worker")
 
 # How many call timeouts of wall time a call that is only starved of CPU may take at most.
 STARVED_CAP = 10
+
+TAMPERED = (
+    "the checker's code in your worker failed after your module was imported, and the same "
+    "request runs through on the reference in a fresh worker: did your module change modules "
+    "other than its own (schedcheck's, or the standard library's)? What failed: {what}"
+)
+
+
+@functools.cache
+def reference_copy() -> str:
+    """The reference as a submission file (harness/drive/loader.py), written once: the
+    referee's worker runs it exactly as a student's file is run."""
+    folder = tempfile.mkdtemp(prefix="schedcheck-referee-")
+    path = os.path.join(folder, "p07_scheduler.py")
+    with open(path, "w") as f:
+        f.write(reference_source())
+    return path
 
 
 @dataclass(frozen=True)
@@ -108,10 +134,16 @@ class Isolated:
     """A submission file (or an engine's sources folder) run in a worker process of its own."""
 
     def __init__(
-        self, path: str | Path, limits: Limits | None = None, worker: str = WORKER
+        self,
+        path: str | Path,
+        limits: Limits | None = None,
+        worker: str = WORKER,
+        referee: bool = False,
     ) -> None:
         self.path = str(Path(path).resolve())
         self.worker = worker  # the module the worker runs: a submission's, or an engine's
+        self.referee = referee  # the reference, run to tell whose fault an error is
+        self._ops: list[dict[str, Any]] = []  # the current session's commands, in order
         self.limits = limits or Limits()
         self.label = self.path
         self.proc: subprocess.Popen[bytes] | None = None
@@ -172,7 +204,10 @@ class Isolated:
             raise SubmissionError(ready.message)
         if ready.get("internal"):
             self.stop()
-            raise CheckerError(f"the contract check failed:\n{ready['internal']}")
+            what = f"the contract check failed:\n{ready['internal']}"
+            if self._theirs(lambda referee: None):  # the reference's worker got through it
+                raise SubmissionError(TAMPERED.format(what=what))
+            raise CheckerError(what)
         if ready.get("load_error"):
             self.stop()
             raise SubmissionError(f"the submission could not be loaded: {ready['load_error']}")
@@ -394,6 +429,33 @@ class Isolated:
                 how += ": the submission ended the process (os._exit?)"
         return f"the worker process {how} during {call} at step {step}"
 
+    # -- whose fault -----------------------------------------------------------------------
+
+    def _theirs(self, replay: Callable[[Isolated], object]) -> bool:
+        """Whether an error of this worker's is the submission's doing: `replay(referee)`
+        repeats the request on the reference in a fresh worker, started here. True only if
+        it runs through there; whatever else happens (it fails the same way, or in another,
+        or this is no submission's worker) the fault stays ours: the doubt goes to the
+        student."""
+        if self.referee or self.worker != WORKER:
+            return False
+        referee = Isolated(reference_copy(), self.limits, referee=True)
+        try:
+            referee.start()
+            replay(referee)
+        except (CheckerError, SubmissionError, SubmissionFailure):
+            return False
+        finally:
+            referee.stop()
+        return True
+
+    def _blamed(self, what: str, replay: Callable[[Isolated], object]) -> Failure:
+        """The submission's failure for `what` went wrong, if `_theirs`; else CheckerError."""
+        step, call = self.where
+        if self._theirs(replay):
+            return Failure(step, call, TAMPERED.format(what=what))
+        raise CheckerError(what)
+
     # -- runs ----------------------------------------------------------------------------------
 
     def run(self, workload: Workload) -> Trace:
@@ -432,7 +494,8 @@ class Isolated:
                 kind = message["kind"]
                 if kind == "internal":
                     self.stop()
-                    raise CheckerError(_internal(message))
+                    failure = self._blamed(_internal(message), lambda r: _through(r.run(workload)))
+                    break
                 if kind == "step":
                     steps.append(Step.from_dict(message["step"]))
                 elif kind == "end":
@@ -443,7 +506,8 @@ class Isolated:
                     break
             except (KeyError, TypeError, ValueError):
                 self.stop()
-                failure = Failure(*self.where, "the worker sent something that is not a trace")
+                what = "the worker sent something that is not a trace"
+                failure = self._blamed(what, lambda r: _through(r.run(workload)))
                 break
         self.output = self._out.take() if self._out is not None else ""
         return Trace(workload, tuple(steps), failure)
@@ -456,6 +520,9 @@ class Isolated:
     def request(self, calls: int = 1, **message: Any) -> Any:
         """One command that makes at most `calls` calls into the submission (a session's
         one call, an engine's whole run): its result, or SubmissionFailure."""
+        if message.get("op") == "open":
+            self._ops = []
+        self._ops.append(message)
         self._send(calls, **message)
         while True:
             reply = self._receive()
@@ -467,7 +534,20 @@ class Isolated:
                 raise SubmissionFailure(Failure(**reply["failure"]))
             if reply.get("kind") == "internal":
                 self.stop()
-                raise CheckerError(_internal(reply))
+                # the session so far, this call last
+                replay = functools.partial(_session, list(self._ops))
+                raise SubmissionFailure(self._blamed(_internal(reply), replay))
+
+
+def _session(ops: list[dict[str, Any]], referee: Isolated) -> None:
+    for op in ops:
+        referee.request(**op)
+
+
+def _through(trace: Trace) -> None:
+    """A referee's run must end as a run of the reference does: with no failure."""
+    if trace.failure is not None:
+        raise CheckerError(f"the reference failed too: {trace.failure.message}")
 
 
 def _not_python(folder: str, names: list[str]) -> list[str]:

@@ -5,8 +5,11 @@ Started by `harness.sandbox.isolation` as
 needs is imported first; the box's own copy of the submission (PATH, in WORKDIR) is read;
 then the worker enters its box (harness/sandbox/box.py: namespaces, the uid UID lent by the
 parent, limits). The interpreter lives in root's home, which the box's uid cannot read:
-imports must come before. Only then is the submission compiled and run. It talks to the
-parent over the socket FD in JSON: plain data only, and the parent decides.
+imports must come before. Then what the worker calls is bound (`bind`), and only then is
+the submission compiled and run: rebinding a name in schedcheck's modules or the standard
+library's afterwards changes nothing the worker calls. It talks to the parent over the
+socket FD in JSON: plain data only, and the parent decides, whose fault included
+(harness/sandbox/isolation.py).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import traceback
 import types
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from harness.drive.contract import contract_problems
 from harness.drive.driver import Session, describe, run
@@ -43,6 +46,35 @@ PRELOAD = (
 )  # fmt: skip
 
 
+class Tools(NamedTuple):
+    """What the worker calls, taken before the submission runs (the function objects
+    themselves, not names looked up later in modules the submission can reach)."""
+
+    send: Callable[[bytes], None]
+    receive: Callable[[], bytes]
+    dumps: Callable[[Any], str]
+    loads: Callable[[str | bytes], Any]
+    format_exc: Callable[..., str]
+    contract_problems: Callable[[types.ModuleType], list[str]]
+    run: Callable[..., Any]
+    session: type[Session]
+    workload: Callable[[dict[str, Any]], Workload]
+    request: type[Request]
+    step_dict: Callable[[Step], dict[str, Any]]
+    beat: Callable[[int, str, float, float], None]
+    monotonic: Callable[[], float]
+    process_time: Callable[[], float]
+    fields: Callable[[Any], dict[str, Any]]
+
+
+def bind(conn: Connection, board: Board) -> Tools:
+    return Tools(
+        conn.send_bytes, conn.recv_bytes, json.dumps, json.loads, traceback.format_exc,
+        contract_problems, run, Session, Workload.from_dict, Request, Step.to_dict,
+        board.write, time.monotonic, time.process_time, vars,
+    )  # fmt: skip
+
+
 def load_submission(path: str, source: bytes) -> types.ModuleType:
     name = "submission"
     module = types.ModuleType(name)
@@ -59,54 +91,55 @@ class Worker:
     "internal", which the parent reports as schedcheck's fault, never the submission's.
     """
 
-    def __init__(self, conn: Connection, module: types.ModuleType, board: Board) -> None:
-        self.conn = conn
-        self.board = board
+    def __init__(
+        self, conn: Connection, module: types.ModuleType, board: Board, tools: Tools | None = None
+    ) -> None:
+        self.tools = tools or bind(conn, board)
         self.module = module
         self.session: Session | None = None
         self.sent = 0  # steps of the current run already streamed
 
     def send(self, **message: Any) -> None:
-        self.conn.send_bytes(json.dumps(message).encode())
+        self.tools.send(self.tools.dumps(message).encode())
 
     def heartbeat(self, step: int, call: str) -> None:
         """Written before every call into the submission (harness/sandbox/beat.py); with the
         CPU time so far, so that the parent can tell a hung call from one that waits for a
         busy machine's core."""
-        self.board.write(step, call, time.monotonic(), time.process_time())
+        self.tools.beat(step, call, self.tools.monotonic(), self.tools.process_time())
 
     def serve(self) -> None:
         while True:
-            request = json.loads(self.conn.recv_bytes())
+            request = self.tools.loads(self.tools.receive())
             try:
                 getattr(self, "op_" + request["op"])(request)
             except SubmissionFailure as e:
-                self.send(kind="failure", failure=vars(e.failure))
+                self.send(kind="failure", failure=self.tools.fields(e.failure))
             except Exception:
-                self.send(kind="internal", message=traceback.format_exc(limit=-8))
+                self.send(kind="internal", message=self.tools.format_exc(limit=-8))
 
     def op_run(self, request: dict[str, Any]) -> None:
-        workload = Workload.from_dict(request["workload"])
+        workload = self.tools.workload(request["workload"])
         self.sent = 0
-        trace = run(self.module, workload, None, self.heartbeat, self.step_done)
-        failure = None if trace.failure is None else vars(trace.failure)
+        trace = self.tools.run(self.module, workload, None, self.heartbeat, self.step_done)
+        failure = None if trace.failure is None else self.tools.fields(trace.failure)
         # A failure mid-step leaves a step the stream never carried: send it with the end.
-        rest = [step.to_dict() for step in trace.steps[self.sent :]]
+        rest = [self.tools.step_dict(step) for step in trace.steps[self.sent :]]
         self.send(kind="end", rest=rest, failure=failure)
 
     def step_done(self, step: Step) -> None:
         self.sent += 1
-        self.send(kind="step", step=step.to_dict())
+        self.send(kind="step", step=self.tools.step_dict(step))
 
     # A session: the parent drives the calls one by one (the stateful test).
     def op_open(self, request: dict[str, Any]) -> None:
-        workload = Workload.from_dict(request["workload"])
-        self.session = Session(self.module, workload, self.heartbeat)
+        workload = self.tools.workload(request["workload"])
+        self.session = self.tools.session(self.module, workload, self.heartbeat)
         self.send(kind="result", value=None)
 
     def op_add(self, request: dict[str, Any]) -> None:
         assert self.session is not None
-        self.session.add(Request(**request["request"]))
+        self.session.add(self.tools.request(**request["request"]))
         self.send(kind="result", value=None)
 
     def op_schedule(self, request: dict[str, Any]) -> None:
@@ -154,21 +187,26 @@ def _read_submission(path: str) -> bytes:
 
 def main(argv: list[str]) -> None:
     conn, board, path, source = boxed(argv, _read_submission)
+    tools = bind(conn, board)  # before the submission runs: what it rebinds, we do not call
+
+    def ready(**message: Any) -> None:
+        tools.send(tools.dumps({"kind": "ready", **message}).encode())
+
     try:
         module = load_submission(path, source)
     except (Exception, SystemExit) as e:
-        message = describe(e, types.SimpleNamespace(__file__=path))  # type: ignore[arg-type]
-        conn.send_bytes(json.dumps({"kind": "ready", "load_error": message}).encode())
+        ready(load_error=describe(e, types.SimpleNamespace(__file__=path)))  # type: ignore[arg-type]
         return
     try:
-        problems = contract_problems(module)
+        problems = tools.contract_problems(module)
+        if not isinstance(problems, list):
+            raise TypeError(f"contract_problems returned {problems!r}, not a list")
     except Exception:  # contract_problems guards every call into the submission
-        internal = traceback.format_exc(limit=-8)
-        conn.send_bytes(json.dumps({"kind": "ready", "internal": internal}).encode())
+        ready(internal=tools.format_exc(limit=-8))
         return
-    conn.send_bytes(json.dumps({"kind": "ready", "problems": problems}).encode())
+    ready(problems=problems)
     if not problems:
-        Worker(conn, module, board).serve()
+        Worker(conn, module, board, tools).serve()
 
 
 if __name__ == "__main__":
