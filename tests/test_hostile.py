@@ -68,7 +68,9 @@ BOX_THREATS = {"kills_everyone", "detaches_a_child", "fork_bomb"}
 
 
 def test_every_hostile_file_has_an_expectation() -> None:
-    assert {p.stem for p in HOSTILE.glob("*.py")} == {*EXPECTED, "import_error", *BOX_THREATS}
+    tampering = {p.stem for p in HOSTILE.glob("tamper_*.py")}  # tests/test_tampering.py
+    assert {p.stem for p in HOSTILE.glob("*.py")} - tampering == {
+        *EXPECTED, "import_error", *BOX_THREATS}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
