@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from invariants.tokens import TokenModel
 from invariants.workload import Config, Request, Workload, blocks_for
+from strategies.workloads import REVERSED
 
 Kind = tuple[int, int]  # (prompt_len, max_tokens)
 
@@ -117,7 +118,8 @@ def arrivals(space: Space, step: int, so_far: int) -> Iterator[tuple[Request, ..
         return
     for count in range(room + 1):
         for kinds in itertools.combinations_with_replacement(space.kinds, count):
-            yield tuple(Request(f"a{so_far + 1 + i}", p, m, step) for i, (p, m) in enumerate(kinds))
+            yield tuple(Request(REVERSED(so_far + 1 + i), p, m, step)
+                        for i, (p, m) in enumerate(kinds))  # fmt: skip
 
 
 def plans(

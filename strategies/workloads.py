@@ -9,6 +9,7 @@ counterexample reads like one of the spec's worked examples.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -59,6 +60,31 @@ def prompt_lens(block_size: int, most: int) -> st.SearchStrategy[int]:
     return st.one_of(st.integers(1, most), st.sampled_from(edges))
 
 
+# The contract says only that a seq_id is a string. Named a1, a2, ... in arrival order,
+# every workload would let code that sorts, compares or keys by seq_id pass as if it
+# followed arrival order (issue 27). So each workload names its requests by one of these
+# schemes, over an order of their own (a permutation); shrinking goes to a1, a2, ...
+# Each maps k = 1, 2, ... to distinct names (up to k = 90 at least).
+NAMINGS: tuple[tuple[str, Callable[[int], str]], ...] = (
+    ("a<k>", lambda k: f"a{k}"),
+    ("numeric", lambda k: str(k + 7)),  # 8, 9, 10, 11: '10' sorts before '8'
+    ("reverse", lambda k: chr(ord("z") - k)),  # y, x, w: sorted is arrival reversed
+    ("lengths", lambda k: "n" * (k % 5) + str(k)),  # n1, nn2, nnn3, nnnn4, 5: '5' first
+    ("non-ascii", lambda k: "éaΩbßcжd"[(k - 1) % 8] + str(k)),  # beyond ASCII among ASCII
+)
+REVERSED = NAMINGS[2][1]  # the exhaustive scopes' names: no state added, sorted reversed
+
+
+@functools.cache
+def seq_ids(count: int) -> st.SearchStrategy[tuple[str, ...]]:
+    """`count` distinct seq_ids for requests in arrival order: a naming scheme over a
+    permutation, so that their sorted order need not be the arrival order."""
+    namings = st.sampled_from([name for _, name in NAMINGS])
+    return st.tuples(namings, st.permutations(range(1, count + 1))).map(
+        lambda p: tuple(p[0](k) for k in p[1])
+    )
+
+
 @functools.cache
 def _forced_eos(count: int) -> st.SearchStrategy[list[tuple[int, int]]]:
     """(request index, position) pairs, at most one per request."""
@@ -70,16 +96,17 @@ def _forced_eos(count: int) -> st.SearchStrategy[list[tuple[int, int]]]:
 def requests(
     draw: st.DrawFn, config: Config, count: int, max_prompt: int = MAX_PROMPT
 ) -> tuple[Request, ...]:
-    """`count` feasible requests a1, a2, ... in arrival order; most arrive at step 1."""
+    """`count` feasible requests in arrival order, named by seq_ids(); most arrive at step 1."""
     capacity = config.num_blocks * config.block_size  # the most KV tokens one may hold
     out = []
     arrival = 1
-    for i in range(1, count + 1):
+    names = draw(seq_ids(count))
+    for name in names:
         max_tokens = draw(_ints(1, min(MAX_TOKENS, capacity)))
         most = min(max_prompt, capacity - max_tokens + 1)
         prompt_len = draw(prompt_lens(config.block_size, most))
         arrival += draw(_GAPS)
-        out.append(Request(f"a{i}", prompt_len, max_tokens, arrival))
+        out.append(Request(name, prompt_len, max_tokens, arrival))
     return tuple(out)
 
 

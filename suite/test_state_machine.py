@@ -27,7 +27,7 @@ from invariants.tokens import TokenModel
 from invariants.trace import Step, Trace
 from invariants.violation import Violation
 from invariants.workload import Config, Request, Workload
-from strategies.workloads import MAX_TOKENS, configs, prompt_lens
+from strategies.workloads import MAX_TOKENS, NAMINGS, configs, prompt_lens
 from suite.holds import tick
 
 _T = TypeVar("_T")
@@ -37,9 +37,11 @@ EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", 
 class SchedulerMachine(RuleBasedStateMachine):
     impl: Implementation  # set by the test: the implementation under test
 
-    @initialize(config=configs(), seed=st.integers(0, 2**16), eos=st.sampled_from([0, 300]))
-    def start(self, config: Config, seed: int, eos: int) -> None:
+    @initialize(config=configs(), seed=st.integers(0, 2**16), eos=st.sampled_from([0, 300]),
+                naming=st.sampled_from([name for _, name in NAMINGS]))  # fmt: skip
+    def start(self, config: Config, seed: int, eos: int, naming: Callable[[int], str]) -> None:
         self.config = config
+        self.naming = naming  # seq_ids whose sorted order need not be arrival order
         self.model = TokenModel(seed=seed, eos_per_mille=eos)
         self.session = self._call(lambda: self.impl.session(Workload(config, (), self.model)))
         self.requests: list[Request] = []
@@ -71,7 +73,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         max_tokens = data.draw(st.integers(1, min(MAX_TOKENS, capacity)), label="max_tokens")
         most = min(24, capacity - max_tokens + 1)
         prompt_len = data.draw(prompt_lens(self.config.block_size, most), label="prompt_len")
-        request = Request(f"a{len(self.requests) + 1}", prompt_len, max_tokens, len(self.steps) + 1)
+        name = self.naming(len(self.requests) + 1)
+        request = Request(name, prompt_len, max_tokens, len(self.steps) + 1)
         self.requests.append(request)
         self._call(lambda: self.session.add(request))
 
