@@ -27,10 +27,10 @@ MAX_ARRIVAL_GAP = 4
 def configs(draw: st.DrawFn) -> Config:
     """Budgets from the tightest (1 block of 1 token, budget 1, one slot) to roomy."""
     return Config(
-        num_blocks=draw(st.integers(1, 16)),
-        block_size=draw(st.integers(1, 8)),
-        max_num_seqs=draw(st.integers(1, 6)),
-        max_num_batched_tokens=draw(st.integers(1, 32)),
+        num_blocks=draw(_ints(1, 16)),
+        block_size=draw(_ints(1, 8)),
+        max_num_seqs=draw(_ints(1, 6)),
+        max_num_batched_tokens=draw(_ints(1, 32)),
         eos_token_id=draw(_EOS_IDS),
     )
 
@@ -38,8 +38,10 @@ def configs(draw: st.DrawFn) -> Config:
 # Strategies built once and reused: building one per draw costs more than the draw.
 _GAPS = st.one_of(st.just(0), st.integers(0, MAX_ARRIVAL_GAP))
 _EOS_IDS = st.one_of(st.none(), st.just(0), st.integers(1, 100))
+_NONE_OR_ZERO = st.one_of(st.none(), st.just(0))
 _EOS_RATES = st.sampled_from([0, 20, 300, 1000])
 _SEEDS = st.integers(0, 2**16)
+_BOOLEANS = st.booleans()
 # A budget smaller than a victim's recompute lets it back in, chunked, in the same step.
 _SMALL_BUDGETS = st.one_of(st.integers(1, 3), st.integers(1, 8))
 
@@ -129,7 +131,7 @@ def workloads(draw: st.DrawFn, min_requests: int = 1, max_requests: int = MAX_RE
     count = draw(_ints(min_requests, max_requests))
     reqs = draw(requests(config, count))
     model = draw(token_models([r.seq_id for r in reqs]))
-    return Workload(config, reqs, model, reupdate=draw(st.booleans()))
+    return Workload(config, reqs, model, reupdate=draw(_BOOLEANS))
 
 
 @st.composite
@@ -137,11 +139,11 @@ def storms(draw: st.DrawFn) -> Workload:
     """Many short requests on few small blocks: every decode needs a new block, so
     sequences are preempted again and again, and often re-admitted in the same step."""
     config = Config(
-        num_blocks=draw(st.integers(2, 6)),
-        block_size=draw(st.integers(1, 2)),
-        max_num_seqs=draw(st.integers(2, 6)),
+        num_blocks=draw(_ints(2, 6)),
+        block_size=draw(_ints(1, 2)),
+        max_num_seqs=draw(_ints(2, 6)),
         max_num_batched_tokens=draw(_SMALL_BUDGETS),
-        eos_token_id=draw(st.one_of(st.none(), st.just(0))),
+        eos_token_id=draw(_NONE_OR_ZERO),
     )
     reqs = draw(requests(config, draw(_ints(3, MAX_REQUESTS)), max_prompt=3))
     model = draw(token_models([r.seq_id for r in reqs]))

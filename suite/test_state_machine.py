@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -127,7 +128,17 @@ class SchedulerMachine(RuleBasedStateMachine):
         tick()
 
 
-def test_state_machine(impl: Implementation) -> None:
-    machine = type("Machine", (SchedulerMachine,), {"impl": impl})
+SHARDS = 2  # the stateful runs in halves, one per core under xdist (the check uses two)
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_state_machine(impl: Implementation, shard: int) -> None:
+    # A machine class of its own name per shard: Hypothesis derives a derandomized run's
+    # seed (and the database key) from it, so the shards try different runs, together as
+    # many as one test would (max_examples split between them).
+    machine = type(f"Machine{shard}", (SchedulerMachine,), {"impl": impl})
+    examples = -(-settings().max_examples // SHARDS)
     # Short runs: the bugs live in a few steps, and short runs shrink fast.
-    run_state_machine_as_test(machine, settings=settings(stateful_step_count=20))  # type: ignore[no-untyped-call,unused-ignore]
+    run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
+        machine, settings=settings(stateful_step_count=20, max_examples=examples)
+    )
