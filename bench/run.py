@@ -5,8 +5,10 @@ Run: python -m bench.run [--quick]
 2. checking cost: the full check of a workload over a bare run of the implementation;
 3. isolated vs in-process checking, examples per second;
 4. exhaustive mode: workloads per second, and the small scope's wall time on all cores;
-5. bug-finding speed: examples until each catalogued mutant is caught (median of seeds);
-6. wall time of `pytest -n auto` in the ci profile.
+5. `schedcheck check` on a correct file: examples per second of each stage;
+6. bug-finding speed: workloads until each catalogued mutant is caught (median and maximum
+   over seeds, with seconds);
+7. wall time of `pytest -n auto` in the ci profile.
 Figures are medians of repeated runs; ratios where the machine's speed would blur them.
 The last line printed is `ratios: isolated/in-process=X step-cost-100k/1k=Y check/bare=Z`.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -121,14 +124,25 @@ def first_failure(worker: Isolated, seed_: int) -> tuple[float, float]:
     return (first[0] if first else float("inf")), time.perf_counter() - start
 
 
-def examples_until_caught(path: Path, seeds: int) -> tuple[float, float]:
-    """Median over seeds of (examples generated until the mutant fails, seconds)."""
+def examples_until_caught(path: Path, seeds: int) -> list[tuple[float, float]]:
+    """(examples generated until the mutant fails, seconds) for each seed."""
     worker = Isolated(standalone(path), Limits(call_timeout=0.5))
     try:
-        results = [first_failure(worker, s) for s in range(seeds)]
+        return [first_failure(worker, s) for s in range(seeds)]
     finally:
         worker.stop()
-    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
+
+
+STAGE_LINE = re.compile(r"^(worked examples|properties|stateful)\s+ok\s+.*?([\d,]+) "
+                        r"(?:tests|random workloads|stateful runs), ([\d.]+) s$", re.M)  # fmt: skip
+
+
+def stage_rates(path: Path) -> list[tuple[str, int, float]]:
+    """(stage, examples, seconds) of `schedcheck check PATH` on a correct file, 2 workers."""
+    done = subprocess.run([sys.executable, "-m", "schedcheck", "check", str(path), "-n", "2"],
+                          cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    found = STAGE_LINE.findall(done.stdout)
+    return [(stage, int(count.replace(",", "")), float(seconds)) for stage, count, seconds in found]
 
 
 def main() -> None:
@@ -192,21 +206,36 @@ def main() -> None:
         "for every scope)"
     )
 
-    say("\n## 5. Bug-finding speed")
+    say("\n## 5. `schedcheck check` on a correct file, per stage")
+    start = time.perf_counter()
+    for stage, count, seconds in stage_rates(SUBMISSION):
+        say(f"- {stage}: {count:,} in {seconds:.1f} s, {count / seconds:,.0f} per second")
+    say(f"- the whole check: {time.perf_counter() - start:.1f} s wall")
+
+    say("\n## 6. Bug-finding speed: the random workloads of the properties stage")
     mutants = sorted((ROOT / "tests" / "mutants").glob("*.py"))
     if QUICK:
         mutants = mutants[::4]
     seeds = 1 if QUICK else 5
-    say(f"| mutant | examples until caught (median of {seeds}) | seconds |")
-    say("|---|---|---|")
+    say(f"Workloads tried until caught and seconds, over {seeds} seeds (up to 5,000 "
+        "workloads; inf: not caught by one workload, left to the stateful stage).")  # fmt: skip
+    say("")
+    say("| mutant | workloads, median | workloads, max | seconds, median | seconds, max |")
+    say("|---|---|---|---|---|")
     found = []
     for path in mutants:
-        examples, seconds = examples_until_caught(path, seeds)
-        found.append(examples)
-        say(f"| `{path.stem}` | {examples:.0f} | {seconds:.1f} |")
-    say(f"\nSuite-wide median: {statistics.median(found):.0f} examples.")
+        results = examples_until_caught(path, seeds)
+        examples, seconds = [r[0] for r in results], [r[1] for r in results]
+        found.append(statistics.median(examples))
+        say(
+            f"| `{path.stem}` | {statistics.median(examples):.0f} | {max(examples):.0f} | "
+            f"{statistics.median(seconds):.1f} | {max(seconds):.1f} |"
+        )
+    late = sum(f > 300 for f in found)
+    say(f"\nSuite-wide median: {statistics.median(found):.0f} workloads; {late} of "
+        f"{len(found)} mutants need more than 300 (median).")  # fmt: skip
 
-    say("\n## 6. The test suite")
+    say("\n## 7. The test suite")
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-n", "auto", "-q", "-p",
                            "no:cacheprovider"], cwd=ROOT, env={**os.environ, "CI": "true"},
