@@ -102,3 +102,13 @@ def test_a_correct_submission_over_the_budget_is_our_error() -> None:
     entry = grade_one(str(standalone(ROOT / "tests" / "equivalents" / "one_pass.py")),
                       Limits(), budget=0, size=20)  # fmt: skip
     assert entry["verdict"] == "error", entry
+
+
+def test_code_that_sorts_by_seq_id_fails_the_sample() -> None:
+    """Issue 27: with every request named a1, a2, ... in arrival order, update() walking its
+    record sorted by seq_id was graded pass on every group. The sample's names sort
+    otherwise now."""
+    sorts = standalone(ROOT / "tests" / "mutants" / "sorts_by_seq_id.py")
+    entry = grade_one(str(sorts), Limits(), budget=60, size=60)
+    assert entry["verdict"] == "fail", entry["checks"]
+    assert {f["check"] for f in entry["failures"]} & {"A1", "R1"}, entry["failures"]
