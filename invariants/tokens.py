@@ -31,6 +31,9 @@ class TokenModel:
     - `vocab_size`: ordinary tokens are drawn from [0, vocab_size], skipping eos.
     - `eos_per_mille`: the chance, in thousandths, that a position yields eos.
     - `eos_at`: (seq_id, position) pairs where eos comes for sure (position 0 = first token).
+    - `keys`: (seq_id, key) pairs: a request's own stream of tokens, by a key drawn with it,
+      so that renaming or deleting another request leaves its tokens as they were (which
+      lets a counterexample shrink); a request without one keys by the crc32 of its name.
     - `spec`: instead, the spec's worked examples' model, `100 * i + len(output)` for a
       sequence named `a<i>` (or `s<i>`); it never says eos.
     Without an eos_token_id no token is eos, whatever these say.
@@ -40,6 +43,7 @@ class TokenModel:
     vocab_size: int = 100
     eos_per_mille: int = 0
     eos_at: tuple[tuple[str, int], ...] = ()
+    keys: tuple[tuple[str, int], ...] = ()
     spec: bool = False
 
     def __post_init__(self) -> None:
@@ -55,7 +59,7 @@ class TokenModel:
             return 100 * int(seq_id[1:]) + position
         if eos_token_id is not None and (seq_id, position) in self.eos_at:
             return eos_token_id
-        h = _mix(_mix(self.seed, zlib.crc32(seq_id.encode())), position)
+        h = _mix(_mix(self.seed, self._key(seq_id)), position)
         for token in history:
             h = _mix(h, token)
         if eos_token_id is not None and (h >> 32) % 1000 < self.eos_per_mille:
@@ -73,7 +77,14 @@ class TokenModel:
                 break
         return tuple(output)
 
+    def _key(self, seq_id: str) -> int:
+        for name, key in self.keys:  # a handful of requests: a scan beats building a dict
+            if name == seq_id:
+                return key
+        return zlib.crc32(seq_id.encode())
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TokenModel:
         eos_at = tuple((str(seq_id), int(pos)) for seq_id, pos in data.get("eos_at", ()))
-        return cls(**{**data, "eos_at": eos_at})
+        keys = tuple((str(seq_id), int(key)) for seq_id, key in data.get("keys", ()))
+        return cls(**{**data, "eos_at": eos_at, "keys": keys})

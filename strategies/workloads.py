@@ -65,8 +65,10 @@ def prompt_lens(block_size: int, most: int) -> st.SearchStrategy[int]:
 # The contract says only that a seq_id is a string. Named a1, a2, ... in arrival order,
 # every workload would let code that sorts, compares or keys by seq_id pass as if it
 # followed arrival order (issue 27). So each workload names its requests by one of these
-# schemes, over an order of their own (a permutation); shrinking goes to a1, a2, ...
-# Each maps k = 1, 2, ... to distinct names (up to k = 90 at least).
+# schemes, and each request draws an offset of its own: the k-th to arrive is named
+# scheme(k + 10 * offset), distinct for any offsets since k <= MAX_REQUESTS < 10. Drawn
+# per request, a name is deleted with its request when shrinking, which goes to a1, a2, ...
+# Each scheme maps k = 1, 2, ... to distinct names (up to k = 90 at least).
 NAMINGS: tuple[tuple[str, Callable[[int], str]], ...] = (
     ("a<k>", lambda k: f"a{k}"),
     ("numeric", lambda k: str(k + 7)),  # 8, 9, 10, 11: '10' sorts before '8'
@@ -75,62 +77,67 @@ NAMINGS: tuple[tuple[str, Callable[[int], str]], ...] = (
     ("non-ascii", lambda k: "éaΩbßcжd"[(k - 1) % 8] + str(k)),  # beyond ASCII among ASCII
 )
 REVERSED = NAMINGS[2][1]  # the exhaustive scopes' names: no state added, sorted reversed
+_NAMINGS = st.sampled_from([name for _, name in NAMINGS])
+_OFFSETS = st.integers(0, MAX_REQUESTS)
+_KEYS = st.integers(0, 2**16)  # a request's own token stream (TokenModel.keys)
+
+
+# A request's forced eos: none (two times in three) or at one position of its output.
+_EOS_POSITION = st.one_of(st.none(), st.none(), st.integers(0, MAX_TOKENS - 1))
 
 
 @functools.cache
-def seq_ids(count: int) -> st.SearchStrategy[tuple[str, ...]]:
-    """`count` distinct seq_ids for requests in arrival order: a naming scheme over a
-    permutation, so that their sorted order need not be the arrival order."""
-    namings = st.sampled_from([name for _, name in NAMINGS])
-    return st.tuples(namings, st.permutations(range(1, count + 1))).map(
-        lambda p: tuple(p[0](k) for k in p[1])
-    )
+def _request(capacity: int, block_size: int, max_prompt: int) -> st.SearchStrategy[
+        tuple[int, int, int, int, int, int | None]]:  # fmt: skip
+    """One request's draws, all of them (so that shrinking deletes a request whole): its
+    name's offset, max_tokens, prompt_len, arrival gap, token key and forced eos."""
 
+    @st.composite
+    def one(draw: st.DrawFn) -> tuple[int, int, int, int, int, int | None]:
+        offset = draw(_OFFSETS)
+        max_tokens = draw(_ints(1, min(MAX_TOKENS, capacity)))
+        most = min(max_prompt, capacity - max_tokens + 1)
+        prompt_len = draw(prompt_lens(block_size, most))
+        gap, key, eos = draw(_GAPS), draw(_KEYS), draw(_EOS_POSITION)
+        return offset, max_tokens, prompt_len, gap, key, eos
 
-@functools.cache
-def _forced_eos(count: int) -> st.SearchStrategy[list[tuple[int, int]]]:
-    """(request index, position) pairs, at most one per request."""
-    pair = st.tuples(st.integers(0, count - 1), st.integers(0, MAX_TOKENS - 1))
-    return st.lists(pair, max_size=count, unique_by=lambda p: p[0])
+    return one()
 
 
 @st.composite
 def requests(
-    draw: st.DrawFn, config: Config, count: int, max_prompt: int = MAX_PROMPT
-) -> tuple[Request, ...]:
-    """`count` feasible requests in arrival order, named by seq_ids(); most arrive at step 1."""
+    draw: st.DrawFn,
+    config: Config,
+    min_count: int,
+    max_count: int,
+    max_prompt: int = MAX_PROMPT,
+) -> tuple[tuple[Request, ...], TokenModel]:
+    """Feasible requests in arrival order (each fits the pool alone), named by a scheme of
+    NAMINGS (their sorted order need not be arrival order), most arriving at step 1; and
+    the token model, whose per-request keys and forced eos are drawn with each request."""
     capacity = config.num_blocks * config.block_size  # the most KV tokens one may hold
-    out = []
+    one = _request(capacity, config.block_size, max_prompt)
+    parts = [draw(one) for _ in range(draw(_ints(min_count, max_count)))]
+    naming = draw(_NAMINGS)
+    out, keys, eos_at = [], [], []
     arrival = 1
-    names = draw(seq_ids(count))
-    for name in names:
-        max_tokens = draw(_ints(1, min(MAX_TOKENS, capacity)))
-        most = min(max_prompt, capacity - max_tokens + 1)
-        prompt_len = draw(prompt_lens(config.block_size, most))
-        arrival += draw(_GAPS)
+    for k, (offset, max_tokens, prompt_len, gap, key, eos) in enumerate(parts, start=1):
+        name = naming(k + 10 * offset)
+        arrival += gap
         out.append(Request(name, prompt_len, max_tokens, arrival))
-    return tuple(out)
-
-
-@st.composite
-def token_models(draw: st.DrawFn, seq_ids: list[str]) -> TokenModel:
-    """eos never, rare, frequent or always; and eos forced at chosen positions (first included)."""
-    eos_per_mille = draw(_EOS_RATES)
-    forced = draw(_forced_eos(len(seq_ids))) if seq_ids else []
-    return TokenModel(
-        seed=draw(_SEEDS),
-        eos_per_mille=eos_per_mille,
-        eos_at=tuple(sorted((seq_ids[i], position) for i, position in forced)),
-    )
+        keys.append((name, key))
+        if eos is not None:
+            eos_at.append((name, eos))
+    model = TokenModel(seed=draw(_SEEDS), eos_per_mille=draw(_EOS_RATES),
+                       eos_at=tuple(sorted(eos_at)), keys=tuple(keys))  # fmt: skip
+    return tuple(out), model
 
 
 @st.composite
 def workloads(draw: st.DrawFn, min_requests: int = 1, max_requests: int = MAX_REQUESTS) -> Workload:
     """A feasible workload: a config, requests that fit it, and a token model."""
     config = draw(configs())
-    count = draw(_ints(min_requests, max_requests))
-    reqs = draw(requests(config, count))
-    model = draw(token_models([r.seq_id for r in reqs]))
+    reqs, model = draw(requests(config, min_requests, max_requests))
     return Workload(config, reqs, model, reupdate=draw(_BOOLEANS))
 
 
@@ -145,8 +152,7 @@ def storms(draw: st.DrawFn) -> Workload:
         max_num_batched_tokens=draw(_SMALL_BUDGETS),
         eos_token_id=draw(_NONE_OR_ZERO),
     )
-    reqs = draw(requests(config, draw(_ints(3, MAX_REQUESTS)), max_prompt=3))
-    model = draw(token_models([r.seq_id for r in reqs]))
+    reqs, model = draw(requests(config, 3, MAX_REQUESTS, max_prompt=3))
     return Workload(config, reqs, model)
 
 

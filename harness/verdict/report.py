@@ -46,6 +46,7 @@ def describe_workload(workload: Workload) -> str:
             if m.spec
             else f"  token model: seed={m.seed} vocab_size={m.vocab_size} "
             f"eos_per_mille={m.eos_per_mille} eos_at={list(m.eos_at)}"
+            + (f" keys={dict(m.keys)}" if any(k for _, k in m.keys) else "")
         )
         + ("; update() is called twice per step" if workload.reupdate else ""),
     ]
