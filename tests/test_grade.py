@@ -50,7 +50,9 @@ def test_verdicts(graded: tuple[Path, Path]) -> None:
     assert verdicts == {student: verdict for student, (_, verdict) in CLASS.items()}
     by_student = {Path(e["path"]).parent.name: e for e in report["submissions"]}
     assert all(state == "pass" for state in by_student["alice"]["checks"].values())
-    assert by_student["bob"]["checks"]["fcfs"] == "fail"
+    # F1 on the spec's examples, or in the sample's fcfs group (which of the 20 workloads
+    # shows it depends on the sample's draws)
+    assert "fail" in (by_student["bob"]["checks"]["examples"], by_student["bob"]["checks"]["fcfs"])
     assert any(f["check"] == "F1" and f["workload"] for f in by_student["bob"]["failures"])
     assert by_student["erin"]["checks"]["contract"] == "fail"
     assert "could not be loaded" in by_student["erin"]["failures"][0]["message"]
