@@ -21,6 +21,7 @@ import pytest
 
 from harness import faults
 from harness.faults import CheckerError, SubmissionError
+from harness.grading.grade import grade_one
 from harness.sandbox.isolation import Isolated, Limits, reference_copy
 from harness.verdict.verify import verify
 from schedcheck.cli import main
@@ -159,3 +160,13 @@ def test_every_mode_fails_the_tampering_submission(trick: str, mode: str, tmp_pa
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_replies_forged_or_left_over_never_mix_with_the_next_command() -> None:
+    """tamper_json makes every message its worker sends a forged end of run: a stream of
+    unasked replies. Replies carry their command's number, so a stale or forged one is no
+    reply; and a command the worker does not read in time is its failure, never a hang
+    (before, `--gradescope` hung on it: both ends blocked writing; then its shrink was
+    flaky, our error)."""
+    entry = grade_one(str(standalone(HOSTILE / "tamper_json.py")), FAST, budget=120, size=20)
+    assert entry["verdict"] == "fail", entry["failures"]

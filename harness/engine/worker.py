@@ -55,9 +55,9 @@ def main(argv: list[str]) -> None:
         engine = load_engine(os.path.dirname(path), sources, os.path.basename(path))
     except (Exception, SystemExit) as e:
         message = f"{type(e).__name__}: {e}"
-        conn.send_bytes(json.dumps({"kind": "ready", "load_error": message}).encode())
+        conn.send_bytes(json.dumps({"kind": "ready", "load_error": message, "serial": 0}).encode())
         return
-    conn.send_bytes(json.dumps({"kind": "ready", "problems": []}).encode())
+    conn.send_bytes(json.dumps({"kind": "ready", "problems": [], "serial": 0}).encode())
     EngineWorker(conn, engine, board).serve()
 
 

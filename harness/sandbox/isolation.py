@@ -24,6 +24,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,7 @@ WORKER = layout.module("harness.sandbox.worker")
 
 # How many call timeouts of wall time a call that is only starved of CPU may take at most.
 STARVED_CAP = 10
+SEND_TIMEOUT = 10.0  # seconds a command may take to be written to the worker's socket
 
 TAMPERED = (
     "the checker's code in your worker failed after your module was imported, and the same "
@@ -144,6 +146,7 @@ class Isolated:
         self.worker = worker  # the module the worker runs: a submission's, or an engine's
         self.referee = referee  # the reference, run to tell whose fault an error is
         self._ops: list[dict[str, Any]] = []  # the current session's commands, in order
+        self._serial = 0  # the last command's number: a reply must carry it
         self.limits = limits or Limits()
         self.label = self.path
         self.proc: subprocess.Popen[bytes] | None = None
@@ -167,6 +170,13 @@ class Isolated:
         """Start a worker; raise SubmissionError if the submission cannot be driven, and
         WorkerError if the worker failed before it even read the submission (ours)."""
         ours, theirs = socket.socketpair()
+        self._serial = 0  # the worker's first messages (booted, ready) answer "command 0"
+        # A worker that stops reading (it floods replies nobody asked for, and waits for us to
+        # read them while we wait for it to read a command) must not hang us: a command that
+        # cannot be written within this is the worker's failure (_send). An honest worker
+        # reads every command at once: it is idle when we send one.
+        seconds = int(SEND_TIMEOUT)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, 0))
         copy = self._make_box()
         assert self.workdir is not None
         env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
@@ -306,8 +316,19 @@ class Isolated:
         return self.conn
 
     def _send(self, calls: int, **message: Any) -> None:
-        """Send a command that makes at most `calls` calls into the submission."""
-        self._ensure().send_bytes(json.dumps(message).encode())
+        """Send a command that makes at most `calls` calls into the submission; Unread if
+        the worker does not take it (it stopped reading: the worker is stopped)."""
+        conn = self._ensure()
+        self._serial += 1
+        try:
+            conn.send_bytes(json.dumps({**message, "serial": self._serial}).encode())
+        except OSError:  # SO_SNDTIMEO ran out, or the worker is gone
+            step, call = self.where
+            self.stop()
+            raise Unread(Failure(step, call, (
+                f"the worker did not read the checker's next command within {SEND_TIMEOUT:g} "
+                "s: it wrote replies nobody asked for (its socket is full) or stopped "
+                "reading"))) from None  # fmt: skip
         self.call_started = time.monotonic()  # until the board names the call it starts
         # The worker beats once per call: more beats than calls are the submission's doing
         # (it found the page and keeps a sleeping call alive). Capped, it cannot hang us.
@@ -333,8 +354,9 @@ class Isolated:
                         continue  # a new call began, or it is runnable but barely ran
                     return self._hung(self.limits.call_timeout)
             message = json.loads(conn.recv_bytes(1 << 26))
-            if not isinstance(message, dict):
-                raise ValueError("not a message")
+            # a reply to another command (stale, or forged) is no reply: streams never mix
+            if not isinstance(message, dict) or message.get("serial") != self._serial:
+                raise ValueError("not a reply to this command")
         except (EOFError, OSError):
             self._sync()
             return Failure(*self.where, self._death(*self.where))
@@ -473,7 +495,11 @@ class Isolated:
         # Calls a driver run makes at most: Scheduler(), Sequence() and add() per request,
         # schedule(), update() and update() again per step, up to the liveness bound.
         calls = 1 + 2 * len(workload.requests) + 3 * liveness_bound(workload)
-        self._send(calls, op="run", workload=json.loads(workload.to_json()))
+        try:
+            self._send(calls, op="run", workload=json.loads(workload.to_json()))
+        except Unread as e:
+            self.output = ""
+            return Trace(workload, (), e.failure), meanwhile()
         try:
             value = meanwhile()
         except BaseException:
@@ -523,7 +549,10 @@ class Isolated:
         if message.get("op") == "open":
             self._ops = []
         self._ops.append(message)
-        self._send(calls, **message)
+        try:
+            self._send(calls, **message)
+        except Unread as e:
+            raise SubmissionFailure(e.failure) from None
         while True:
             reply = self._receive()
             if isinstance(reply, Failure):
@@ -537,6 +566,13 @@ class Isolated:
                 # the session so far, this call last
                 replay = functools.partial(_session, list(self._ops))
                 raise SubmissionFailure(self._blamed(_internal(reply), replay))
+
+
+class Unread(Exception):
+    """The worker did not take a command: `failure` says so."""
+
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
 
 
 def _session(ops: list[dict[str, Any]], referee: Isolated) -> None:

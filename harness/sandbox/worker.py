@@ -98,9 +98,10 @@ class Worker:
         self.module = module
         self.session: Session | None = None
         self.sent = 0  # steps of the current run already streamed
+        self.serial = 0  # the command being answered: every reply carries its number
 
     def send(self, **message: Any) -> None:
-        self.tools.send(self.tools.dumps(message).encode())
+        self.tools.send(self.tools.dumps({**message, "serial": self.serial}).encode())
 
     def heartbeat(self, step: int, call: str) -> None:
         """Written before every call into the submission (harness/sandbox/beat.py); with the
@@ -111,6 +112,7 @@ class Worker:
     def serve(self) -> None:
         while True:
             request = self.tools.loads(self.tools.receive())
+            self.serial = request["serial"]
             try:
                 getattr(self, "op_" + request["op"])(request)
             except SubmissionFailure as e:
@@ -172,7 +174,7 @@ def boxed(
     level = box.enter(uid, workdir, box.BoxLimits(memory=memory, cpu=cpu), namespaces)
     box.die_with_parent(None if level == "full" else parent)
     # Up to here it was all ours: a worker that dies before this line is our fault.
-    conn.send_bytes(json.dumps({"kind": "booted", "isolation": level}).encode())
+    conn.send_bytes(json.dumps({"kind": "booted", "isolation": level, "serial": 0}).encode())
     return conn, board, path, payload
 
 
@@ -190,7 +192,7 @@ def main(argv: list[str]) -> None:
     tools = bind(conn, board)  # before the submission runs: what it rebinds, we do not call
 
     def ready(**message: Any) -> None:
-        tools.send(tools.dumps({"kind": "ready", **message}).encode())
+        tools.send(tools.dumps({"kind": "ready", **message, "serial": 0}).encode())
 
     try:
         module = load_submission(path, source)
