@@ -16,6 +16,7 @@ if it breaks there too, the fault is ours (exit 3).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
@@ -71,6 +72,7 @@ def reference_copy() -> str:
     """The reference as a submission file (harness/drive/loader.py), written once: the
     referee's worker runs it exactly as a student's file is run."""
     folder = tempfile.mkdtemp(prefix="schedcheck-referee-")
+    atexit.register(shutil.rmtree, folder, True)
     path = os.path.join(folder, "p07_scheduler.py")
     with open(path, "w") as f:
         f.write(reference_source())
@@ -548,7 +550,8 @@ class Isolated:
         one call, an engine's whole run): its result, or SubmissionFailure."""
         if message.get("op") == "open":
             self._ops = []
-        self._ops.append(message)
+        if self.worker == WORKER:  # a session's commands, for the referee (_theirs)
+            self._ops.append(message)
         try:
             self._send(calls, **message)
         except Unread as e:
