@@ -24,7 +24,7 @@ from invariants.violation import PRIORITY
 from schedcheck.console import Console
 from schedcheck.gradescope import results
 from schedcheck.modes import ISOLATION, draw_saved, exhaustive, replay
-from schedcheck.stages import STAGES, Outcome, Result, Settings, run_stage
+from schedcheck.stages import Outcome, Settings, run_stages
 
 DEFAULT_PATH = "mine/p07_scheduler.py"
 
@@ -81,32 +81,28 @@ def stages(args: argparse.Namespace, path: Path, console: Console) -> int:
                         args.memory_mb, args.in_process, failures, args.verbose)  # fmt: skip
     handle, name = tempfile.mkstemp(prefix="schedcheck-check-", suffix=".log")
     log_path = Path(name)
-    done: list[Result] = []
     with open(handle, "w") as log, tempfile.TemporaryDirectory(prefix="schedcheck-") as scratch:
-        for stage in STAGES:
-            if done and done[-1].code != 0:
-                console.stage(stage.name, "skipped", "an earlier stage failed")
-                continue
-            result = run_stage(stage, settings, Path(scratch), log, console)
-            done.append(result)
-            word = "ok" if result.code == 0 else "FAIL" if result.is_verdict else "ERROR"
-            console.stage(stage.name, word, result.summary())
-    last = done[-1]
-    if last.code == 0:
+        done = run_stages(settings, Path(scratch), log, console)
+    for result in done:
+        why = "an earlier stage failed" if result.word == "skipped" else result.summary()
+        console.stage(result.stage.name, result.word, why)
+    code, failed = done[0].code, [o for r in done for o in r.failed]
+    if code == 0 and not failed:
         console.line(f"\n{console.paint('PASS')} {path}: every check holds")
         console.line(f"full log: {log_path}")
         return faults.PASS
-    if not last.is_verdict:
+    ours = [o for o in failed if o.checks is None]
+    if code != 1 or not failed or ours:
         what = (
-            f"{len(last.ours)} test(s) failed for a reason of our own: "
-            + ", ".join(o.name for o in last.ours)
-            if last.ours
-            else f"the {last.stage.name} stage ended with pytest exit status {last.code}"
+            f"{len(ours)} test(s) failed for a reason of our own: "
+            + ", ".join(o.name for o in ours)
+            if ours
+            else f"the suite's pytest session ended with exit status {code}"
         )
         console.line("")
         print(faults.internal_message(f"{what} (full log: {log_path})"), file=sys.stderr)
         return faults.INTERNAL
-    report_failure(console, path, last.failed, failures, log_path)
+    report_failure(console, path, failed, failures, log_path)
     if args.html:
         draw_saved(args, path, failures)
     return faults.FAIL

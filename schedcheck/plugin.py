@@ -36,6 +36,7 @@ from harness.faults import SubmissionError, best, verdict_checks
 from harness.sandbox.impl import Implementation, open_impl
 from harness.sandbox.isolation import Limits
 from harness.search import profiles
+from suite import holds
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
 ISOLATION = pytest.StashKey[str]()
@@ -137,6 +138,14 @@ def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
     implementation.stop()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under `schedcheck check`, a test whose stage must give way is skipped before it starts
+    (suite/holds.py; no effect otherwise)."""
+    holds.running(item.path.name, item.nodeid)
+    holds.give_way()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -145,7 +154,9 @@ def pytest_runtest_makereport(
     or ours (None), where the exception is still at hand: under xdist only the report
     travels to the controller."""
     report = yield
+    report.user_properties.append(("schedcheck_file", item.path.name))
     if report.failed:
+        holds.found(item.nodeid)  # a failure outside the checks' own paths too (ours, a crash)
         error = call.excinfo.value if call.excinfo is not None else None
         checks = None if error is None else verdict_checks(error)
         found = None if checks is None or error is None else best(error)
@@ -178,6 +189,12 @@ class OutcomeLog:
             "report": marks.get("schedcheck_report"),
             "rank": marks.get("schedcheck_rank"),
             "summary": report.longreprtext[-2000:] if report.failed else "",
+            "file": marks.get("schedcheck_file"),
+            "why": report.longrepr[2]
+            if report.skipped and isinstance(report.longrepr, tuple)
+            else "",
+            "start": report.start,
+            "stop": report.stop,
         }
         with self.path.open("a") as f:
             f.write(json.dumps(line) + "\n")

@@ -1,10 +1,15 @@
-"""The check's stages after the contract: one pytest run of the suite per stage, in a
-process of its own, its output into the log, its outcomes read from what the plugin wrote
+"""The check's stages after the contract, in one pytest session of the suite in a process of
+its own: its output into the log, its outcomes read from what the plugin wrote
 (schedcheck/plugin.py's OutcomeLog), never from pytest's text.
 
-First the spec's worked examples (fixed workloads, no shrinking: a submission that hangs
-or crashes on anything is reported in seconds), then the random search, and only when it
-found nothing the stateful test (its counterexamples take longest to shrink).
+First the spec's worked examples (fixed workloads, no shrinking; the first failure stops
+the stage: a submission that hangs or crashes on anything is reported in seconds), then
+the random search, and the stateful test (its counterexamples take longest to shrink). One
+session, not one per stage: pytest starts once, and both cores stay busy to the end; the
+order is kept by suite/holds.py's rule that a later stage gives way as soon as an earlier
+one finds a failure. pytest runs with only the plugins it needs (xdist, Hypothesis, ours):
+a plugin of the student's environment (one that reorders, reruns or times tests) must not
+change the verdict.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import IO, Any
 from harness import layout
 from schedcheck.console import Console
 from schedcheck.plugin import OUTCOMES
-from suite.holds import PROGRESS
+from suite.holds import FOUND, ORDER, PROGRESS
 
 INI = "[pytest]\naddopts = --strict-markers\nxfail_strict = true\n"
 
@@ -33,7 +38,7 @@ class Stage:
     file: str  # in suite/
     tests: str  # what its tests are called in its line ("" for none)
     ticks: str  # what one tick of suite.holds.tick() is ("" for none)
-    serial: bool = False  # stop at the first failure, no xdist
+    serial: bool = False  # stop at the first failure
 
 
 STAGES = (
@@ -52,6 +57,10 @@ class Outcome:
     checks: list[str] | None  # the checks that fired; None: the failure is ours
     report: str | None  # schedcheck's own report of the most informative failure
     rank: tuple[int, ...]
+    start: float = 0.0  # the epoch seconds the test's phase began and ended
+    stop: float = 0.0
+    why: str = ""  # a skip's reason
+    file: str = ""  # the suite's file it is in: its stage
 
     @property
     def name(self) -> str:
@@ -60,16 +69,35 @@ class Outcome:
     @classmethod
     def from_dict(cls, line: dict[str, Any]) -> Outcome:
         rank = tuple(line.get("rank") or (1 << 30,))
-        return cls(line["test"], line["outcome"], line.get("checks"), line.get("report"), rank)
+        checks, report = line.get("checks"), line.get("report")
+        times = float(line.get("start") or 0.0), float(line.get("stop") or 0.0)
+        where = line.get("file") or ""
+        return cls(
+            line["test"],
+            line["outcome"],
+            checks,
+            report,
+            rank,
+            *times,
+            line.get("why") or "",
+            where,
+        )
 
 
 @dataclass
 class Result:
+    """One stage's part of the session."""
+
     stage: Stage
-    code: int  # pytest's exit status
-    seconds: float
+    code: int  # pytest's exit status, for the whole session
+    seconds: float  # from its first test's start to its last test's end
     ticks: int
     outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def ran(self) -> bool:
+        """Whether any of its tests ran (rather than gave way to an earlier stage's failure)."""
+        return any(o.outcome != "skipped" for o in self.outcomes)
 
     @property
     def failed(self) -> list[Outcome]:
@@ -84,6 +112,15 @@ class Result:
     def is_verdict(self) -> bool:
         """A clean FAIL: pytest said 1, and every failure it logged is a check's."""
         return self.code == 1 and bool(self.failed) and not self.ours
+
+    @property
+    def word(self) -> str:
+        """Its word on its line: ok, FAIL (a verdict), ERROR (ours), skipped."""
+        if self.failed:
+            return "FAIL" if self.is_verdict else "ERROR"
+        if self.outcomes and not self.ran:
+            return "skipped"
+        return "ok" if self.code in (0, 1) else "ERROR"
 
     def summary(self) -> str:
         """`3 properties, 984 random workloads, 5.6 s`; `1 of 3 failed, ...` on failure."""
@@ -108,27 +145,30 @@ class Settings:
     verbose: bool
 
 
-def run_stage(
-    stage: Stage, settings: Settings, scratch: Path, log: IO[str], console: Console
-) -> Result:
-    """Run one stage's tests; the live line says how far it got while it runs."""
-    outcomes, ticks = scratch / f"{stage.file}.jsonl", scratch / f"{stage.file}.progress"
+def run_stages(settings: Settings, scratch: Path, log: IO[str], console: Console) -> list[Result]:
+    """Run every stage's tests in one session; the live line says how far each got."""
+    outcomes, ticks, found = scratch / "outcomes.jsonl", scratch / "progress", scratch / "found"
+    ticks.mkdir()
     (scratch / "pytest.ini").write_text(INI)
-    workers = ["-n", "0", "-x"] if stage.serial else ["-n", settings.workers]
+    order = " ".join(stage.file + "!" * stage.serial for stage in STAGES)
     command = [
-        sys.executable, "-m", "pytest", *workers, "-q", "--no-header", "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", "-n", settings.workers, "-q", "--no-header",
+        "-p", "no:cacheprovider", "-p", "xdist.plugin", "-p", "_hypothesis_pytestplugin",
         "-p", "schedcheck.plugin", "-c", str(scratch / "pytest.ini"), f"--rootdir={scratch}",
         "--tb=short", f"--hypothesis-profile={settings.profile}",
         "--impl", str(settings.path.resolve()), f"--call-timeout={settings.call_timeout}",
         f"--memory-mb={settings.memory_mb}", *(["--in-process"] if settings.in_process else []),
-        str(layout.SUITE / stage.file),
+        *(str(layout.SUITE / stage.file) for stage in STAGES),
     ]  # fmt: skip
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(layout.IMPORT_ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # only the plugins named above
         "SCHEDCHECK_SAVE_FAILURES": str(settings.failures.resolve()),
         OUTCOMES: str(outcomes),
         PROGRESS: str(ticks),
+        FOUND: str(found),
+        ORDER: order,
     }
     log.write(f"\n$ {' '.join(command)}\n")
     log.flush()
@@ -141,15 +181,24 @@ def run_stage(
     copier.start()
     while proc.poll() is None:
         if not settings.verbose:
-            done, failed = _size(ticks), sum(o.outcome == "failed" for o in _read(outcomes))
+            failed = sum(o.outcome == "failed" for o in _read(outcomes))
+            counts = [
+                f"{_size(ticks / stage.file):,} {stage.ticks}" for stage in STAGES if stage.ticks
+            ]
             console.progress(
-                f"{stage.name}: {done:,} {stage.ticks or 'examples'}, {failed} failed so far, "
-                f"{time.monotonic() - start:.0f} s"
+                f"{', '.join(counts)}, {failed} failed so far, {time.monotonic() - start:.0f} s"
             )
         time.sleep(0.2)
     copier.join()
     console.clear()
-    return Result(stage, proc.returncode, time.monotonic() - start, _size(ticks), _read(outcomes))
+    read = _read(outcomes)
+    results = []
+    for stage in STAGES:
+        mine = [o for o in read if o.file == stage.file]
+        ran = [o for o in mine if o.start]
+        seconds = max((o.stop for o in ran), default=0.0) - min((o.start for o in ran), default=0.0)
+        results.append(Result(stage, proc.returncode, seconds, _size(ticks / stage.file), mine))
+    return results
 
 
 def _copy(pipe: IO[bytes], log: IO[str], echo: bool) -> None:

@@ -1,11 +1,9 @@
 """A stateful test: Hypothesis interleaves arrivals, steps and stray update() calls at will,
-and every invariant is checked after every rule, on the implementation under test."""
+and every invariant is checked on every call's result, on the implementation under test."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
-from typing import TypeVar
 
 import pytest
 from hypothesis import settings
@@ -13,60 +11,43 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
-    invariant,
     precondition,
     rule,
     run_state_machine_as_test,
 )
 
-from harness.faults import CheckFailed, SubmissionFailure, rank
+from harness.drive.driver import Script
+from harness.faults import CheckFailed, rank
 from harness.sandbox.impl import Implementation
 from harness.verdict.report import failure_report
 from invariants.checks import check_trace
-from invariants.liveness import liveness_bound
 from invariants.tokens import TokenModel
-from invariants.trace import Step, Trace
-from invariants.violation import Violation
 from invariants.workload import Config, Request, Workload
 from strategies.workloads import MAX_TOKENS, NAMINGS, configs, prompt_lens
-from suite.holds import tick
+from suite.holds import found, give_way, tick
 
-_T = TypeVar("_T")
 EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
 
 
 class SchedulerMachine(RuleBasedStateMachine):
+    """The rules write a script of calls; the teardown plays it in one go (one command to an
+    isolated worker per run, not one per call) and checks every call's result, earliest
+    first, as a check after every rule would: a rule's choice never depends on what the
+    implementation returned, so playing later changes no run."""
+
     impl: Implementation  # set by the test: the implementation under test
 
     @initialize(config=configs(), seed=st.integers(0, 2**16), eos=st.sampled_from([0, 300]),
                 naming=st.sampled_from([name for _, name in NAMINGS]))  # fmt: skip
     def start(self, config: Config, seed: int, eos: int, naming: Callable[[int], str]) -> None:
+        give_way()
         self.config = config
         self.naming = naming  # seq_ids whose sorted order need not be arrival order
         self.model = TokenModel(seed=seed, eos_per_mille=eos)
-        self.session = self._call(lambda: self.impl.session(Workload(config, (), self.model)))
         self.requests: list[Request] = []
-        self.steps: list[Step] = []
-
-    def trace(self) -> Trace:
-        return Trace(Workload(self.config, tuple(self.requests), self.model), tuple(self.steps))
-
-    def _call(self, action: Callable[[], _T]) -> _T:
-        """A call into the implementation; a failed one is a C1 verdict on this trace."""
-        try:
-            return action()
-        except SubmissionFailure as e:
-            failure = e.failure
-            trace = replace(self.trace(), failure=failure)
-            violation = Violation("C1", failure.step, failure.call, failure.message)
-            report = "\n" + failure_report(violation, trace)
-            raise CheckFailed("C1", report, rank(violation, trace.workload)) from None
-
-    def _require(self, trace: Trace, checks: tuple[str, ...], since: int = 1) -> None:
-        found = check_trace(trace, only=checks, since=since)
-        if found:
-            report = "\n" + failure_report(found[0], trace)
-            raise CheckFailed(found[0].check, report, rank(found[0], trace.workload))
+        self.script: Script = []
+        self.steps = 0  # schedule()/update() pairs so far
+        self.again = False  # update() again since the last step
 
     @rule(data=st.data())
     def add_request(self, data: st.DataObject) -> None:
@@ -75,24 +56,18 @@ class SchedulerMachine(RuleBasedStateMachine):
         most = min(24, capacity - max_tokens + 1)
         prompt_len = data.draw(prompt_lens(self.config.block_size, most), label="prompt_len")
         name = self.naming(len(self.requests) + 1)
-        request = Request(name, prompt_len, max_tokens, len(self.steps) + 1)
-        self.requests.append(request)
-        self._call(lambda: self.session.add(request))
+        self.requests.append(Request(name, prompt_len, max_tokens, self.steps + 1))
+        self.script.append(["add", name])
 
     @rule()
     def step(self) -> None:
-        number = len(self.steps) + 1
-        arrivals = tuple(r.seq_id for r in self.requests if r.arrival == number)
-        schedule, scheduled = self._call(self.session.schedule)
-        self.steps.append(Step(number, arrivals, schedule, scheduled, None))
-        update = self._call(self.session.update)
-        self.steps[-1] = replace(self.steps[-1], update=update)
+        self.steps += 1
+        self.again = False
+        self.script.append(["step"])
 
     @precondition(
         lambda self: (
-            self.steps
-            and self.steps[-1].again is None
-            and not any(r.arrival > len(self.steps) for r in self.requests)
+            self.steps and not self.again and not any(r.arrival > self.steps for r in self.requests)
         )
     )
     @rule()
@@ -102,30 +77,22 @@ class SchedulerMachine(RuleBasedStateMachine):
         Only right after a step's update(): a request added in between belongs to the next
         step, and a driver step never adds between update() and update() again.
         """
-        again = self._call(lambda: self.session.update("update() again"))
-        self.steps[-1] = replace(self.steps[-1], again=again)
-
-    @invariant()
-    def every_invariant_holds(self) -> None:
-        if not hasattr(self, "session"):
-            return
-        self._require(self.trace(), EVERY_CALL, since=max(1, len(self.steps)))
-
-    def _all_finished(self) -> bool:
-        if not self.steps or any(r.arrival > len(self.steps) for r in self.requests):
-            return False
-        return all(s.status == "FINISHED" for s in self.steps[-1].last().seqs.values())
+        self.again = True
+        self.script.append(["again"])
 
     def teardown(self) -> None:
-        """Run to the end: every request must finish (L1) with the model's output (D1)."""
-        if not hasattr(self, "session"):
+        """Play the script, then run to the end: every call's result holds every invariant,
+        every request finishes (L1) with the model's output (D1)."""
+        if not hasattr(self, "script"):
             return
-        for _ in range(liveness_bound(self.trace().workload)):
-            if self._all_finished():
-                break
-            self.step()
-        self._require(self.trace(), (*EVERY_CALL, "L1"))
+        workload = Workload(self.config, tuple(self.requests), self.model)
+        trace = self.impl.play(workload, [*self.script, ["finish"]])
+        violations = check_trace(trace, only=(*EVERY_CALL, "L1"))
         tick()
+        if violations:
+            found()
+            report = "\n" + failure_report(violations[0], trace)
+            raise CheckFailed(violations[0].check, report, rank(violations[0], trace.workload))
 
 
 SHARDS = 2  # the stateful runs in halves, one per core under xdist (the check uses two)

@@ -19,10 +19,10 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any, TypeVar
 
-from harness.faults import CheckerError, SubmissionFailure
+from harness.faults import CheckerError
 from invariants.liveness import liveness_bound
 from invariants.trace import Failure, Sample, SeqState, State, Step, Trace, Update
-from invariants.workload import Request, Workload
+from invariants.workload import Workload
 
 _T = TypeVar("_T")
 
@@ -235,48 +235,6 @@ class Driver:
         )
 
 
-class Session:
-    """One scheduler instance driven call by call (the stateful test): plain values out;
-    a call the implementation fails raises SubmissionFailure, saying which and how."""
-
-    def __init__(
-        self,
-        impl: ModuleType,
-        workload: Workload,
-        on_call: Callable[[int, str], None] | None = None,
-    ) -> None:
-        self.impl = impl
-        self.number = 0
-        self.on_call = on_call
-        self.driver: Driver = self._do(0, "Scheduler()", lambda: Driver(impl, workload))
-
-    def add(self, request: Request) -> None:
-        def add() -> None:
-            d = self.driver
-            d.add(d.new_sequence(request.seq_id, request.prompt_len, request.max_tokens))
-
-        self._do(self.number + 1, "add()", add)
-
-    def schedule(self) -> tuple[tuple[tuple[str, int], ...], State]:
-        self.number += 1
-        return self._do(
-            self.number, "schedule()", lambda: (self.driver.schedule(), self.driver.snapshot())
-        )
-
-    def update(self, call: str = "update()") -> Update:
-        return self._do(self.number, call, self.driver.update)
-
-    def _do(self, step: int, call: str, action: Callable[[], _T]) -> _T:
-        if self.on_call is not None:
-            self.on_call(step, call)
-        try:
-            return action()
-        except ContractError as e:
-            raise SubmissionFailure(Failure(step, call, str(e))) from None
-        except MemoryError as e:
-            raise SubmissionFailure(Failure(step, call, describe(e, self.impl))) from None
-
-
 def run(
     impl: ModuleType,
     workload: Workload,
@@ -323,6 +281,78 @@ def run(
                 step = steps[-1] = replace(step, again=driver.update())
             if on_step is not None:
                 on_step(step)
+    except ContractError as e:
+        return Trace(workload, tuple(steps), Failure(*where, str(e)))
+    except MemoryError as e:  # wherever it struck, the memory cap is the implementation's
+        return Trace(workload, tuple(steps), Failure(*where, describe(e, impl)))
+    return Trace(workload, tuple(steps))
+
+
+# A script: the stateful test's calls as plain data, played in one go (in a worker, one
+# command per run, not one per call): ["add", seq_id] adds that request of the workload
+# (at its arrival step, the next one); ["step"] is schedule() then update(); ["again"] is
+# update() once more with no schedule() in between; ["finish"] steps until every request
+# finished, or the liveness bound.
+Script = list[list[str]]
+
+
+def play(
+    impl: ModuleType,
+    workload: Workload,
+    script: Script,
+    on_call: Callable[[int, str], None] | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> Trace:
+    """Drive `impl` by `script`; the trace of what it returned, or how a call failed.
+
+    `on_step` is told of each step once it is complete (when the next one begins: an
+    ["again"] may still change it); the steps after the last one told are in the trace."""
+    requests = {r.seq_id: r for r in workload.requests}
+    steps: list[Step] = []
+    where: tuple[int, str] = (0, "Scheduler()")
+
+    def enter(number: int, call: str) -> None:
+        nonlocal where
+        where = (number, call)
+        if on_call is not None:
+            on_call(number, call)
+
+    def step(driver: Driver) -> None:
+        number = len(steps) + 1
+        if steps and on_step is not None:
+            on_step(steps[-1])
+        enter(number, "schedule()")
+        ids = tuple(r.seq_id for r in workload.requests if r.arrival == number)
+        steps.append(Step(number, ids, driver.schedule(), driver.snapshot(), None))
+        enter(number, "update()")
+        steps[-1] = replace(steps[-1], update=driver.update())
+
+    def finished() -> bool:
+        pending = any(r.arrival > len(steps) for r in workload.requests)
+        return bool(steps) and not pending and _all_finished(steps[-1])
+
+    try:
+        enter(0, "Scheduler()")
+        driver = Driver(impl, workload)
+        for op, *args in script:
+            if op == "add":
+                request = requests[args[0]]
+                enter(request.arrival, "Sequence()")
+                seq = driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
+                enter(request.arrival, "add()")
+                driver.add(seq)
+            elif op == "step":
+                step(driver)
+            elif op == "again":
+                enter(len(steps), "update() again")
+                steps[-1] = replace(steps[-1], again=driver.update())
+            elif op == "finish":
+                for _ in range(liveness_bound(workload)):
+                    if finished():
+                        break
+                    step(driver)
+            else:
+                raise ValueError(f"script: no such operation {op!r}")
     except ContractError as e:
         return Trace(workload, tuple(steps), Failure(*where, str(e)))
     except MemoryError as e:  # wherever it struck, the memory cap is the implementation's

@@ -8,22 +8,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol, TypeVar
 
-from harness.drive.driver import Session as LocalSession
-from harness.drive.driver import run
+from harness.drive.driver import Script, play, run
 from harness.drive.loader import REFERENCE, load_impl
 from harness.sandbox.isolation import Isolated, Limits
-from invariants.trace import State, Trace, Update
-from invariants.workload import Request, Workload
+from invariants.trace import Trace
+from invariants.workload import Workload
 
 _T = TypeVar("_T")
-
-
-class Session(Protocol):
-    """One scheduler instance, driven call by call."""
-
-    def add(self, request: Request) -> None: ...
-    def schedule(self) -> tuple[tuple[tuple[str, int], ...], State]: ...
-    def update(self, call: str = "update()") -> Update: ...
 
 
 class Implementation(Protocol):
@@ -36,7 +27,10 @@ class Implementation(Protocol):
         """run(workload), with `meanwhile()` called here while it runs where that can be."""
         ...
 
-    def session(self, workload: Workload) -> Session: ...
+    def play(self, workload: Workload, script: Script) -> Trace:
+        """The trace of `script`'s calls (harness/drive/driver.py's play)."""
+        ...
+
     def stop(self) -> None: ...
 
 
@@ -56,8 +50,8 @@ class InProcess:
     def run_while(self, workload: Workload, meanwhile: Callable[[], _T]) -> tuple[Trace, _T]:
         return self.run(workload), meanwhile()
 
-    def session(self, workload: Workload) -> LocalSession:
-        return LocalSession(self.module, workload)
+    def play(self, workload: Workload, script: Script) -> Trace:
+        return play(self.module, workload, script)
 
     def stop(self) -> None:
         """Nothing to stop: it runs here."""

@@ -38,13 +38,14 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from harness import layout
+from harness.drive.driver import Script
 from harness.drive.loader import reference_source
 from harness.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
 from harness.sandbox import uids
 from harness.sandbox.beat import Board, board_fd
 from invariants.liveness import liveness_bound
-from invariants.trace import Failure, State, Step, Trace, Update
-from invariants.workload import Request, Workload
+from invariants.trace import Failure, Step, Trace
+from invariants.workload import Workload
 
 # All a worker inherits of the checker's environment: the submission must not read its
 # secrets (SCHEDCHECK_REDIS_URL may carry a password, CI runners hold tokens). The last
@@ -147,7 +148,6 @@ class Isolated:
         self.path = str(Path(path).resolve())
         self.worker = worker  # the module the worker runs: a submission's, or an engine's
         self.referee = referee  # the reference, run to tell whose fault an error is
-        self._ops: list[dict[str, Any]] = []  # the current session's commands, in order
         self._serial = 0  # the last command's number: a reply must carry it
         self.limits = limits or Limits()
         self.label = self.path
@@ -489,16 +489,28 @@ class Isolated:
     def run_while(self, workload: Workload, meanwhile: Callable[[], _T]) -> tuple[Trace, _T]:
         """Run `workload` in the worker and, while it runs, `meanwhile()` here (the reference
         run of R1: two cores at work instead of one waiting for the other)."""
+        # Calls a driver run makes at most: Scheduler(), Sequence() and add() per request,
+        # schedule(), update() and update() again per step, up to the liveness bound.
+        calls = 1 + 2 * len(workload.requests) + 3 * liveness_bound(workload)
+        return self._stream(workload, calls, meanwhile, op="run")
+
+    def play(self, workload: Workload, script: Script) -> Trace:
+        """Play `script` (harness/drive/driver.py) in the worker: one command for a whole
+        stateful run, its steps streamed back as a run's are."""
+        calls = 1 + sum(2 if op[0] in ("add", "step") else 1 for op in script)
+        calls += 2 * liveness_bound(workload) * sum(op[0] == "finish" for op in script)
+        return self._stream(workload, calls, lambda: None, op="play", script=script)[0]
+
+    def _stream(
+        self, workload: Workload, calls: int, meanwhile: Callable[[], _T], **command: Any
+    ) -> tuple[Trace, _T]:
         self._retire_if_spent()
         self._ensure()
         assert self._out is not None
         self._out.take()
         self.where = (0, "Scheduler()")
-        # Calls a driver run makes at most: Scheduler(), Sequence() and add() per request,
-        # schedule(), update() and update() again per step, up to the liveness bound.
-        calls = 1 + 2 * len(workload.requests) + 3 * liveness_bound(workload)
         try:
-            self._send(calls, op="run", workload=json.loads(workload.to_json()))
+            self._send(calls, workload=json.loads(workload.to_json()), **command)
         except Unread as e:
             self.output = ""
             return Trace(workload, (), e.failure), meanwhile()
@@ -507,9 +519,9 @@ class Isolated:
         except BaseException:
             self.stop()  # mid-run: the next workload gets a fresh worker
             raise
-        return self._collect(workload), value
+        return self._collect(workload, command), value
 
-    def _collect(self, workload: Workload) -> Trace:
+    def _collect(self, workload: Workload, command: dict[str, Any]) -> Trace:
         assert self._out is not None
         steps: list[Step] = []
         failure: Failure | None = None
@@ -522,7 +534,7 @@ class Isolated:
                 kind = message["kind"]
                 if kind == "internal":
                     self.stop()
-                    failure = self._blamed(_internal(message), lambda r: _through(r.run(workload)))
+                    failure = self._blamed(_internal(message), _again(workload, command))
                     break
                 if kind == "step":
                     steps.append(Step.from_dict(message["step"]))
@@ -535,23 +547,14 @@ class Isolated:
             except (KeyError, TypeError, ValueError):
                 self.stop()
                 what = "the worker sent something that is not a trace"
-                failure = self._blamed(what, lambda r: _through(r.run(workload)))
+                failure = self._blamed(what, _again(workload, command))
                 break
         self.output = self._out.take() if self._out is not None else ""
         return Trace(workload, tuple(steps), failure)
 
-    def session(self, workload: Workload) -> RemoteSession:
-        self._retire_if_spent()
-        self._ensure()
-        return RemoteSession(self, workload)
-
     def request(self, calls: int = 1, **message: Any) -> Any:
-        """One command that makes at most `calls` calls into the submission (a session's
-        one call, an engine's whole run): its result, or SubmissionFailure."""
-        if message.get("op") == "open":
-            self._ops = []
-        if self.worker == WORKER:  # a session's commands, for the referee (_theirs)
-            self._ops.append(message)
+        """One command that makes at most `calls` calls into the code under test (an engine's
+        whole run): its result, or SubmissionFailure."""
         try:
             self._send(calls, **message)
         except Unread as e:
@@ -566,8 +569,7 @@ class Isolated:
                 raise SubmissionFailure(Failure(**reply["failure"]))
             if reply.get("kind") == "internal":
                 self.stop()
-                # the session so far, this call last
-                replay = functools.partial(_session, list(self._ops))
+                replay = functools.partial(Isolated.request, calls=calls, **message)
                 raise SubmissionFailure(self._blamed(_internal(reply), replay))
 
 
@@ -578,9 +580,11 @@ class Unread(Exception):
         self.failure = failure
 
 
-def _session(ops: list[dict[str, Any]], referee: Isolated) -> None:
-    for op in ops:
-        referee.request(**op)
+def _again(workload: Workload, command: dict[str, Any]) -> Callable[[Isolated], None]:
+    """The same run or script, for the referee: it must run through."""
+    if command["op"] == "play":
+        return lambda referee: _through(referee.play(workload, command["script"]))
+    return lambda referee: _through(referee.run(workload))
 
 
 def _through(trace: Trace) -> None:
@@ -610,22 +614,3 @@ def _internal(message: dict[str, Any]) -> str:
         "schedcheck's driver failed inside the worker (a submission that tampers with the "
         f"worker's modules can cause this too):\n{message.get('message')}"
     )
-
-
-class RemoteSession:
-    """The calls of one scheduler instance, one at a time (for the stateful test)."""
-
-    def __init__(self, worker: Isolated, workload: Workload) -> None:
-        self.worker = worker
-        worker.request(op="open", workload=json.loads(workload.to_json()))
-
-    def add(self, request: Request) -> None:
-        self.worker.request(op="add", request=vars(request))
-
-    def schedule(self) -> tuple[tuple[tuple[str, int], ...], State]:
-        value = self.worker.request(op="schedule")
-        pairs = tuple((str(k), int(v)) for k, v in value["schedule"])
-        return pairs, State.from_dict(value["scheduled"])
-
-    def update(self, call: str = "update()") -> Update:
-        return Update.from_dict(self.worker.request(op="update", call=call))

@@ -28,12 +28,12 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple, TypeVar
 
 from harness.drive.contract import contract_problems
-from harness.drive.driver import Session, describe, run
+from harness.drive.driver import describe, play, run
 from harness.faults import SubmissionFailure
 from harness.sandbox import box
 from harness.sandbox.beat import Board
-from invariants.trace import Step
-from invariants.workload import Request, Workload
+from invariants.trace import Step, Trace
+from invariants.workload import Workload
 
 _T = TypeVar("_T")
 
@@ -57,9 +57,8 @@ class Tools(NamedTuple):
     format_exc: Callable[..., str]
     contract_problems: Callable[[types.ModuleType], list[str]]
     run: Callable[..., Any]
-    session: type[Session]
+    play: Callable[..., Any]
     workload: Callable[[dict[str, Any]], Workload]
-    request: type[Request]
     step_dict: Callable[[Step], dict[str, Any]]
     beat: Callable[[int, str, float, float], None]
     monotonic: Callable[[], float]
@@ -70,7 +69,7 @@ class Tools(NamedTuple):
 def bind(conn: Connection, board: Board) -> Tools:
     return Tools(
         conn.send_bytes, conn.recv_bytes, json.dumps, json.loads, traceback.format_exc,
-        contract_problems, run, Session, Workload.from_dict, Request, Step.to_dict,
+        contract_problems, run, play, Workload.from_dict, Step.to_dict,
         board.write, time.monotonic, time.process_time, vars,
     )  # fmt: skip
 
@@ -96,7 +95,6 @@ class Worker:
     ) -> None:
         self.tools = tools or bind(conn, board)
         self.module = module
-        self.session: Session | None = None
         self.sent = 0  # steps of the current run already streamed
         self.serial = 0  # the command being answered: every reply carries its number
 
@@ -123,7 +121,16 @@ class Worker:
     def op_run(self, request: dict[str, Any]) -> None:
         workload = self.tools.workload(request["workload"])
         self.sent = 0
-        trace = self.tools.run(self.module, workload, None, self.heartbeat, self.step_done)
+        self.end(self.tools.run(self.module, workload, None, self.heartbeat, self.step_done))
+
+    def op_play(self, request: dict[str, Any]) -> None:
+        """A script of calls (the stateful test's), streamed like a run."""
+        workload = self.tools.workload(request["workload"])
+        self.sent = 0
+        script = request["script"]
+        self.end(self.tools.play(self.module, workload, script, self.heartbeat, self.step_done))
+
+    def end(self, trace: Trace) -> None:
         failure = None if trace.failure is None else self.tools.fields(trace.failure)
         # A failure mid-step leaves a step the stream never carried: send it with the end.
         rest = [self.tools.step_dict(step) for step in trace.steps[self.sent :]]
@@ -132,26 +139,6 @@ class Worker:
     def step_done(self, step: Step) -> None:
         self.sent += 1
         self.send(kind="step", step=self.tools.step_dict(step))
-
-    # A session: the parent drives the calls one by one (the stateful test).
-    def op_open(self, request: dict[str, Any]) -> None:
-        workload = self.tools.workload(request["workload"])
-        self.session = self.tools.session(self.module, workload, self.heartbeat)
-        self.send(kind="result", value=None)
-
-    def op_add(self, request: dict[str, Any]) -> None:
-        assert self.session is not None
-        self.session.add(self.tools.request(**request["request"]))
-        self.send(kind="result", value=None)
-
-    def op_schedule(self, request: dict[str, Any]) -> None:
-        assert self.session is not None
-        schedule, state = self.session.schedule()
-        self.send(kind="result", value={"schedule": schedule, "scheduled": state.to_dict()})
-
-    def op_update(self, request: dict[str, Any]) -> None:
-        assert self.session is not None
-        self.send(kind="result", value=self.session.update(request["call"]).to_dict())
 
 
 def boxed(
