@@ -97,7 +97,7 @@ def stages(args: argparse.Namespace, path: Path, console: Console) -> int:
             f"{len(ours)} test(s) failed for a reason of our own: "
             + ", ".join(o.name for o in ours)
             if ours
-            else f"the suite's pytest session ended with exit status {code}"
+            else f"the suite's pytest session ended early (pytest exit status {code})"
         )
         console.line("")
         print(faults.internal_message(f"{what} (full log: {log_path})"), file=sys.stderr)

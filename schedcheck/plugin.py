@@ -27,6 +27,7 @@ import json
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -36,7 +37,6 @@ from harness.faults import SubmissionError, best, verdict_checks
 from harness.sandbox.impl import Implementation, open_impl
 from harness.sandbox.isolation import Limits
 from harness.search import profiles
-from suite import holds
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
 ISOLATION = pytest.StashKey[str]()
@@ -142,6 +142,7 @@ def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Under `schedcheck check`, a test whose stage must give way is skipped before it starts
     (suite/holds.py; no effect otherwise)."""
+    holds = _holds()
     holds.running(item.path.name, item.nodeid)
     holds.give_way()
 
@@ -156,7 +157,7 @@ def pytest_runtest_makereport(
     report = yield
     report.user_properties.append(("schedcheck_file", item.path.name))
     if report.failed:
-        holds.found(item.nodeid)  # a failure outside the checks' own paths too (ours, a crash)
+        _holds().found(item.nodeid)  # a failure outside the checks' own paths too (ours, a crash)
         error = call.excinfo.value if call.excinfo is not None else None
         checks = None if error is None else verdict_checks(error)
         found = None if checks is None or error is None else best(error)
@@ -165,6 +166,14 @@ def pytest_runtest_makereport(
             report.user_properties.append(("schedcheck_report", str(found).strip("\n")))
             report.user_properties.append(("schedcheck_rank", list(found.rank)))
     return report
+
+
+def _holds() -> ModuleType:
+    """suite.holds, imported when a test runs, not with the plugin: a run of another copy of
+    the suite (a remote xdist worker's checkout) collects its own `suite` package first."""
+    from suite import holds
+
+    return holds
 
 
 class OutcomeLog:
