@@ -39,6 +39,7 @@ from harness.sandbox.isolation import Limits
 from harness.search import profiles
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
+CHECKED = "SCHEDCHECK_CONTRACT_CHECKED"  # the file whose contract the caller has checked
 ISOLATION = pytest.StashKey[str]()
 
 # Registered now, so that --hypothesis-profile finds them; loaded (and registered again for
@@ -90,6 +91,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--impl: no submission file at {where}")
     if hasattr(config, "workerinput"):
         return  # the controller checked the contract already
+    if os.environ.get(CHECKED) == str(Path(where).resolve()):
+        return  # `schedcheck check` checked it, a moment ago, before it started this run
     try:  # the contract check: one message instead of a traceback in every test
         checked = open_impl(where, config.getoption("--in-process"), limits(config))
     except SubmissionError as e:

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from harness import layout
 from schedcheck.console import Console
-from schedcheck.plugin import OUTCOMES
+from schedcheck.plugin import CHECKED, OUTCOMES
 from suite.holds import FOUND, ORDER, PROGRESS
 
 INI = "[pytest]\naddopts = --strict-markers\nxfail_strict = true\n"
@@ -166,6 +166,7 @@ def run_stages(settings: Settings, scratch: Path, log: IO[str], console: Console
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # only the plugins named above
         "SCHEDCHECK_SAVE_FAILURES": str(settings.failures.resolve()),
         OUTCOMES: str(outcomes),
+        CHECKED: str(settings.path.resolve()),
         PROGRESS: str(ticks),
         FOUND: str(found),
         ORDER: order,
