@@ -5,6 +5,7 @@ plain text wherever the output is not a terminal or NO_COLOR is set."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from schedcheck.cli import main
 from schedcheck.console import Console
 from schedcheck.stages import Outcome
 from tests.catalogue import standalone
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_pytest
 
 MUTANT = standalone(ROOT / "tests" / "mutants" / "preempts_oldest.py")  # fails a worked example
 MACHINERY = ("E   ", "Traceback", "hypothesis", "Falsifying", "pytest", "____", "::")
@@ -54,6 +55,36 @@ def test_a_failing_check_reads_without_pytest_machinery(capsys: pytest.CaptureFi
     assert "\x1b" not in out  # not a terminal: plain text
     log = Path(re.findall(r"^full log: (.+)$", out, re.M)[-1])
     assert "CheckFailed" in log.read_text()  # pytest's own account is kept there
+
+
+def test_a_later_stage_gives_way_as_soon_as_an_earlier_one_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The three stages share one pytest session on two workers; the stateful test starts
+    # while the properties still run, and is skipped once one of them has found the bug.
+    mutant = standalone(ROOT / "tests" / "mutants" / "sorts_by_seq_id.py")
+    assert main(["check", str(mutant), "-n", "2"]) == faults.FAIL
+    out = capsys.readouterr().out
+    assert re.search(r"^worked examples +ok ", out, re.M), out
+    assert re.search(r"^properties +FAIL ", out, re.M), out
+    assert re.search(r"^stateful +skipped +an earlier stage failed$", out, re.M), out
+    assert re.search(r"^FAIL .*sorts_by_seq_id\.py: (A1|R1)", out, re.M), out
+
+
+def test_the_worked_examples_stop_at_their_first_failure(tmp_path: Path) -> None:
+    log = tmp_path / "outcomes.jsonl"
+    env = {"SCHEDCHECK_OUTCOMES": str(log), "SCHEDCHECK_FOUND": str(tmp_path / "found"),
+           "SCHEDCHECK_STAGES": "test_seed_examples.py! test_properties.py"}  # fmt: skip
+    done = run_pytest("suite/test_seed_examples.py", "suite/test_properties.py", "-n", "0",
+                      "-p", "schedcheck.plugin", "--impl", str(MUTANT), env=env)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    failed = [o["test"] for o in lines if o["outcome"] == "failed"]
+    skipped = {o["why"] for o in lines if o["outcome"] == "skipped"}
+    assert len(failed) == 1, failed  # serially: the first failure, then nothing else runs
+    assert "Skipped: another worked example failed" in skipped, skipped
+    assert "Skipped: an earlier stage failed" in skipped, skipped
+    assert not any(o["outcome"] == "passed" and "properties" in o["file"] for o in lines)
 
 
 def test_verbose_shows_pytests_output(capfd: pytest.CaptureFixture[str]) -> None:
