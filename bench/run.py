@@ -5,7 +5,7 @@ Run: python -m bench.run [--quick]
 2. checking cost: the full check of a workload over a bare run of the implementation;
 3. isolated vs in-process checking, examples per second;
 4. exhaustive mode: workloads per second, and the small scope's wall time on all cores;
-5. `schedcheck check` on a correct file: examples per second of each stage;
+5. `schedcheck check` on a correct file: each stage's examples and their cost;
 6. bug-finding speed: workloads until each catalogued mutant is caught (median and maximum
    over seeds, with seconds);
 7. wall time of `pytest -n auto` in the ci profile.
