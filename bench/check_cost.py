@@ -12,10 +12,10 @@ import random
 import statistics
 import time
 
-from harness.drive.driver import run
-from harness.drive.loader import load_impl
-from invariants.checks import check_trace
-from invariants.workload import Config, Request, Workload
+from schedcheck.drive.driver import run
+from schedcheck.drive.loader import load_impl
+from schedcheck.invariants.checks import check_trace
+from schedcheck.model.workload import Config, Request, Workload
 
 REPEATS = 5
 

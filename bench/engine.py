@@ -18,17 +18,17 @@ import time
 from hypothesis import HealthCheck, given, settings
 
 from bench.isolation import SUBMISSION, examples_per_second
-from harness.drive.loader import load_impl
-from harness.engine.isolated import IsolatedEngine
-from harness.engine.local import LocalEngine
-from harness.engine.search import search_engine
-from harness.engine.setup import read_setup
-from harness.engine.verdict import Runs, verify_engine
-from harness.sandbox.impl import InProcess
-from harness.sandbox.isolation import Isolated
-from invariants.engine.workload import EngineWorkload
-from strategies.engine import engine_workloads
-from strategies.workloads import fixed_sample
+from schedcheck.drive.impl import InProcess
+from schedcheck.drive.loader import load_impl
+from schedcheck.engine.isolated import IsolatedEngine
+from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.search import search_engine
+from schedcheck.engine.setup import read_setup
+from schedcheck.engine.strategies import engine_workloads
+from schedcheck.engine.verdict import Runs, verify_engine
+from schedcheck.engine.workload import EngineWorkload
+from schedcheck.sandbox.isolation import Isolated
+from schedcheck.strategies.workloads import fixed_sample
 from tests.engines.catalogue import CORRECT
 
 COUNT = 500

@@ -13,9 +13,9 @@ import os
 import sys
 
 from bench.isolation import SUBMISSION
-from harness.sandbox.isolation import Limits
-from harness.search.exhaustive import check_exhaustive
-from strategies.exhaustive import SCOPES, Scope, plans
+from schedcheck.sandbox.isolation import Limits
+from schedcheck.search.exhaustive import check_exhaustive
+from schedcheck.strategies.exhaustive import SCOPES, Scope, plans
 
 
 def workload_count(scope: Scope) -> int:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import statistics
 import time
 
-from harness.drive.loader import load_impl
-from harness.sandbox.impl import Implementation, InProcess
-from harness.sandbox.isolation import Isolated
-from harness.verdict.verify import verify
-from invariants.workload import Workload
-from strategies.workloads import fixed_sample
+from schedcheck.drive.impl import Implementation, InProcess
+from schedcheck.drive.loader import load_impl
+from schedcheck.model.workload import Workload
+from schedcheck.sandbox.isolation import Isolated
+from schedcheck.strategies.workloads import fixed_sample
+from schedcheck.verdict.verify import verify
 from tests.catalogue import reference_file
 
 SUBMISSION = reference_file()  # the reference as one standalone file, as a box loads it

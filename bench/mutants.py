@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.search.hunt import hunt
-from invariants.regression import Regression
+from schedcheck.model.regression import Regression
+from schedcheck.search.hunt import hunt
 from tests.catalogue import standalone
 
 MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"

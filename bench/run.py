@@ -28,19 +28,19 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-import scheduler
 from bench.isolation import SUBMISSION, examples_per_second
-from harness.drive.driver import run
-from harness.drive.loader import load_impl
-from harness.sandbox.impl import InProcess
-from harness.sandbox.isolation import Isolated, Limits
-from harness.search.exhaustive import check_exhaustive
-from harness.verdict.verify import verify
-from invariants.workload import Workload
-from schedcheck.console import Console
-from schedcheck.stages import Settings, run_stages
-from strategies.exhaustive import SCOPES
-from strategies.workloads import any_workloads, fixed_sample
+from schedcheck import scheduler
+from schedcheck.cli.console import Console
+from schedcheck.cli.stages import Settings, run_stages
+from schedcheck.drive.driver import run
+from schedcheck.drive.impl import InProcess
+from schedcheck.drive.loader import load_impl
+from schedcheck.model.workload import Workload
+from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.search.exhaustive import check_exhaustive
+from schedcheck.strategies.exhaustive import SCOPES
+from schedcheck.strategies.workloads import any_workloads, fixed_sample
+from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from invariants.evidence import FINISHED, RUNNING, WAITING, Evidence
-from invariants.trace import State, show_schedule
-from invariants.violation import Violation
-from invariants.workload import blocks_for
+from schedcheck.invariants.evidence import FINISHED, RUNNING, WAITING, Evidence
+from schedcheck.invariants.violation import Violation
+from schedcheck.model.trace import State, show_schedule
+from schedcheck.model.workload import blocks_for
 
 
 def check_i1(ev: Evidence) -> Iterator[Violation]:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from invariants.budgets import check_i1, check_i2, check_i7, check_i8
-from invariants.evidence import Evidence
-from invariants.liveness import check_l1
-from invariants.oracles import check_d1, check_r1
-from invariants.preemption import check_i4, check_i5
-from invariants.progress import check_a1, check_i3
-from invariants.queues import check_f1, check_i6
-from invariants.trace import Trace
-from invariants.violation import PRIORITY, Violation
+from schedcheck.invariants.budgets import check_i1, check_i2, check_i7, check_i8
+from schedcheck.invariants.evidence import Evidence
+from schedcheck.invariants.liveness import check_l1
+from schedcheck.invariants.oracles import check_d1, check_r1
+from schedcheck.invariants.preemption import check_i4, check_i5
+from schedcheck.invariants.progress import check_a1, check_i3
+from schedcheck.invariants.queues import check_f1, check_i6
+from schedcheck.invariants.violation import PRIORITY, Violation
+from schedcheck.model.trace import Trace
 
 Check = Callable[[Evidence], Iterator[Violation]]
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
 
-from invariants.trace import Sample, SeqState, State, Trace
-from invariants.workload import Request
+from schedcheck.model.trace import Sample, SeqState, State, Trace
+from schedcheck.model.workload import Request
 
 WAITING, RUNNING, FINISHED = "WAITING", "RUNNING", "FINISHED"
 EMPTY = State(seqs={}, waiting=(), running=(), finished=(), blocks_used=0, num_preemptions=0)

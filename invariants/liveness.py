@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from invariants.evidence import FINISHED, Evidence
-from invariants.violation import Violation
-from invariants.workload import Workload, blocks_for
+from schedcheck.invariants.evidence import FINISHED, Evidence
+from schedcheck.invariants.violation import Violation
+from schedcheck.model.workload import Workload, blocks_for
 
 
 def liveness_bound(workload: Workload) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from invariants.evidence import FINISHED, Evidence
-from invariants.trace import State, Step, Trace, show_schedule
-from invariants.violation import Violation
+from schedcheck.invariants.evidence import FINISHED, Evidence
+from schedcheck.invariants.violation import Violation
+from schedcheck.model.trace import State, Step, Trace, show_schedule
 
 
 def check_d1(ev: Evidence) -> Iterator[Violation]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from invariants.evidence import Evidence
-from invariants.violation import Violation
+from schedcheck.invariants.evidence import Evidence
+from schedcheck.invariants.violation import Violation
 
 
 def check_i4(ev: Evidence) -> Iterator[Violation]:

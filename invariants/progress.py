@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from invariants.evidence import FINISHED, Evidence, Transition
-from invariants.trace import SeqState
-from invariants.violation import Violation
+from schedcheck.invariants.evidence import FINISHED, Evidence, Transition
+from schedcheck.invariants.violation import Violation
+from schedcheck.model.trace import SeqState
 
 
 def check_i3(ev: Evidence) -> Iterator[Violation]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from invariants.evidence import RUNNING, Evidence
-from invariants.violation import Violation
+from schedcheck.invariants.evidence import RUNNING, Evidence
+from schedcheck.invariants.violation import Violation
 
 QUEUES = (("waiting", "WAITING"), ("running", "RUNNING"), ("finished", "FINISHED"))
 

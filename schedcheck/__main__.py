@@ -1,5 +1,5 @@
 """`python -m schedcheck`: the same as the `schedcheck` command."""
 
-from schedcheck.cli import main
+from schedcheck.cli.main import main
 
 raise SystemExit(main())

@@ -31,12 +31,12 @@ from types import ModuleType
 
 import pytest
 
-from harness import layout
-from harness.drive.loader import REFERENCE
-from harness.faults import SubmissionError, best, verdict_checks
-from harness.sandbox.impl import Implementation, open_impl
-from harness.sandbox.isolation import Limits
-from harness.search import profiles
+from schedcheck import layout
+from schedcheck.drive.impl import Implementation, open_impl
+from schedcheck.drive.loader import REFERENCE
+from schedcheck.faults import SubmissionError, best, verdict_checks
+from schedcheck.sandbox.isolation import Limits
+from schedcheck.search import profiles
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
 CHECKED = "SCHEDCHECK_CONTRACT_CHECKED"  # the file whose contract the caller has checked
@@ -174,7 +174,7 @@ def pytest_runtest_makereport(
 def _holds() -> ModuleType:
     """suite.holds, imported when a test runs, not with the plugin: a run of another copy of
     the suite (a remote xdist worker's checkout) collects its own `suite` package first."""
-    from suite import holds
+    from schedcheck.suite import holds
 
     return holds
 

@@ -3,7 +3,7 @@
 This package is itself a submission: it defines exactly the contract's names.
 """
 
-from scheduler.scheduler import Scheduler
-from scheduler.sequence import Sequence, SequenceStatus
+from schedcheck.scheduler.scheduler import Scheduler
+from schedcheck.scheduler.sequence import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from scheduler.sequence import Sequence, SequenceStatus, require_positive_int
+from schedcheck.scheduler.sequence import Sequence, SequenceStatus, require_positive_int
 
 
 class Scheduler:

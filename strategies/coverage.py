@@ -8,9 +8,9 @@ through a subclass that notes which sequence it was growing when it preempted.
 
 from __future__ import annotations
 
-from invariants.liveness import liveness_bound
-from invariants.workload import Workload
-from scheduler import Scheduler, Sequence
+from schedcheck.invariants.liveness import liveness_bound
+from schedcheck.model.workload import Workload
+from schedcheck.scheduler import Scheduler, Sequence
 
 CHUNKED_PREFILL = "chunked prefill"
 PREEMPT_OTHER = "preemption of another"

@@ -6,8 +6,8 @@ in the spec's tables. Example 0 is in the original (Chinese) text only.
 
 from __future__ import annotations
 
-from invariants.tokens import TokenModel
-from invariants.workload import Config, Request, Workload
+from schedcheck.model.tokens import TokenModel
+from schedcheck.model.workload import Config, Request, Workload
 
 SPEC_MODEL = TokenModel(spec=True)
 

@@ -19,9 +19,9 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from invariants.tokens import TokenModel
-from invariants.workload import Config, Request, Workload, blocks_for
-from strategies.workloads import REVERSED
+from schedcheck.model.tokens import TokenModel
+from schedcheck.model.workload import Config, Request, Workload, blocks_for
+from schedcheck.strategies.workloads import REVERSED
 
 Kind = tuple[int, int]  # (prompt_len, max_tokens)
 

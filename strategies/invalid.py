@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from invariants.workload import Config
+from schedcheck.model.workload import Config
 
 # Not a positive int: zero and negatives, bools (an int subclass, but a bug here), floats
 # (even integral ones), strings, None and containers.

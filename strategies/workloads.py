@@ -14,8 +14,8 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from invariants.tokens import TokenModel
-from invariants.workload import Config, Request, Workload
+from schedcheck.model.tokens import TokenModel
+from schedcheck.model.workload import Config, Request, Workload
 
 MAX_REQUESTS = 8
 MAX_PROMPT = 24

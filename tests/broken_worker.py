@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from harness.sandbox import worker
+from schedcheck.sandbox import worker
 
 
 def _broken(self: worker.Worker, request: dict[str, Any]) -> None:

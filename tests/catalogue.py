@@ -1,7 +1,7 @@
 """The catalogue's files as the box loads them: standalone, with the reference written in.
 
 A mutant or a hostile file is the reference plus one change, and says so in its first
-lines: `from scheduler import Scheduler as _Reference`. A box cannot import schedcheck's
+lines: `from schedcheck.scheduler import Scheduler as _Reference`. A box cannot import schedcheck's
 reference (a submission must not see the course's solution, docs/isolation.md), so before
 one of these files goes into a worker, `standalone()` writes a copy with those imports
 replaced by the reference's own source: a whole file, as a student's is.
@@ -16,10 +16,10 @@ import re
 import tempfile
 from pathlib import Path
 
-from harness.drive.loader import reference_source as _reference_source
+from schedcheck.drive.loader import reference_source as _reference_source
 
 ROOT = Path(__file__).resolve().parent.parent
-_IMPORT = re.compile(r"^from scheduler import (.+)$", re.M)
+_IMPORT = re.compile(r"^from schedcheck\.scheduler import (.+)$", re.M)
 
 
 @functools.cache
@@ -29,7 +29,7 @@ def reference_source() -> str:
 
 
 def inline_reference(source: str) -> str:
-    """`source` with its `from scheduler import ...` lines replaced by the reference."""
+    """`source` with its `from schedcheck.scheduler import ...` lines replaced by the reference."""
     if not _IMPORT.search(source):
         return source
     aliases = []

@@ -11,11 +11,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness.drive.driver import run
-from harness.drive.loader import load_impl
-from invariants.trace import State, Step, Trace
-from invariants.workload import Workload
-from strategies.examples import SPEC_MODEL
+from schedcheck.drive.driver import run
+from schedcheck.drive.loader import load_impl
+from schedcheck.model.trace import State, Step, Trace
+from schedcheck.model.workload import Workload
+from schedcheck.strategies.examples import SPEC_MODEL
 
 ROOT = Path(__file__).parent.parent
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from invariants import checks
-from invariants.evidence import Evidence
-from invariants.violation import Violation
-from strategies import workloads
+from schedcheck.invariants import checks
+from schedcheck.invariants.evidence import Evidence
+from schedcheck.invariants.violation import Violation
+from schedcheck.strategies import workloads
 
 FAULT = os.environ.get("SCHEDCHECK_INJECT", "")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.sandbox.beat import Board, board_fd
-from harness.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.beat import Board, board_fd
+from schedcheck.sandbox.isolation import Isolated, Limits
 from tests.catalogue import inline_reference
 from tests.workloads import EXAMPLES
 
@@ -42,8 +42,8 @@ def test_a_page_caught_mid_write_is_not_read() -> None:
 
 SLOW_CALLS = """
 import time
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 
 class Scheduler(_Reference):

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import box, uids
-from harness.sandbox.isolation import Isolated, Limits
-from harness.sandbox.worker import PRELOAD
-from harness.verdict.verify import verify
-from schedcheck.cli import main
+from schedcheck.cli.main import main
+from schedcheck.sandbox import box, uids
+from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.worker import PRELOAD
+from schedcheck.verdict.verify import verify
 from tests.catalogue import inline_reference, standalone
 from tests.helpers import ROOT
 from tests.workloads import EXAMPLES

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.drive.loader import load_impl
-from harness.verdict.verify import verify
-from invariants.workload import Workload
+from schedcheck.drive.loader import load_impl
+from schedcheck.model.workload import Workload
+from schedcheck.verdict.verify import verify
 from tests.workloads import EOS_SECOND, EXAMPLES, PREEMPT_WITH_QUEUE
 
 MUTANTS = Path(__file__).parent / "mutants"

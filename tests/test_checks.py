@@ -11,12 +11,12 @@ from dataclasses import replace
 
 import pytest
 
-from harness.drive.driver import run
-from harness.drive.loader import load_impl
-from invariants.checks import CHECKS, check_trace
-from invariants.trace import Failure, Sample, Trace
-from invariants.violation import CATALOGUE, PRIORITY, Violation
-from invariants.workload import Workload
+from schedcheck.drive.driver import run
+from schedcheck.drive.loader import load_impl
+from schedcheck.invariants.checks import CHECKS, check_trace
+from schedcheck.invariants.violation import CATALOGUE, PRIORITY, Violation
+from schedcheck.model.trace import Failure, Sample, Trace
+from schedcheck.model.workload import Workload
 from tests.helpers import ROOT, reference_trace, replace_step, tamper
 from tests.workloads import EOS_SECOND, EXAMPLES, PREEMPT_WITH_QUEUE
 

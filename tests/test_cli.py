@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from schedcheck.cli import main
+from schedcheck.cli.main import main
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 from tests.workloads import EXAMPLES

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from strategies.coverage import LABELS, observe
-from strategies.workloads import fixed_sample
+from schedcheck.strategies.coverage import LABELS, observe
+from schedcheck.strategies.workloads import fixed_sample
 
 WORKLOADS = 500
 SHARE = 0.05

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import faults
-from schedcheck.cli import main
+from schedcheck import faults
+from schedcheck.cli.main import main
 
 REQUIRE = "SCHEDCHECK_REQUIRE_REGISTRY"
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-import scheduler
-from harness.drive.driver import run
-from invariants.checks import check_trace
-from invariants.liveness import liveness_bound
-from invariants.trace import SeqState, Trace
-from invariants.workload import Request, Workload
+from schedcheck import scheduler
+from schedcheck.drive.driver import run
+from schedcheck.invariants.checks import check_trace
+from schedcheck.invariants.liveness import liveness_bound
+from schedcheck.model.trace import SeqState, Trace
+from schedcheck.model.workload import Request, Workload
 from tests.workloads import EOS_SECOND, EXAMPLES
 
 EX1 = EXAMPLES["example1"]

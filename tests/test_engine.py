@@ -14,19 +14,19 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from harness import faults
-from harness.engine.isolated import IsolatedEngine
-from harness.engine.loader import NotAnEngine, load_engine
-from harness.engine.local import LocalEngine
-from harness.engine.search import search_engine
-from harness.engine.setup import read_setup
-from harness.engine.verdict import verify_engine
-from harness.sandbox.isolation import Limits
-from invariants.engine.checks import CATALOGUE, check_engine
-from invariants.engine.trace import EngineTrace
-from invariants.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from schedcheck.cli import main
-from strategies.engine import LABELS, engine_workloads
+from schedcheck import faults
+from schedcheck.cli.main import main
+from schedcheck.engine.checks import CATALOGUE, check_engine
+from schedcheck.engine.isolated import IsolatedEngine
+from schedcheck.engine.loader import NotAnEngine, load_engine
+from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.search import search_engine
+from schedcheck.engine.setup import read_setup
+from schedcheck.engine.strategies import LABELS, engine_workloads
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.verdict import verify_engine
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from schedcheck.sandbox.isolation import Limits
 from tests.engines.catalogue import CORRECT, MUTANTS, checkout, expected_checks
 from tests.helpers import rotation_day
 

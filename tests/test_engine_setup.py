@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from harness import faults
-from harness.engine.local import LocalEngine
-from harness.engine.search import search_engine
-from harness.engine.setup import SetupError, detect_runner, read_config, read_setup
-from harness.engine.verdict import Undrivable, verify_engine
-from invariants.engine.blocks import pool_problem
-from invariants.engine.checks import active, check_engine
-from invariants.engine.trace import Block, Pool
-from invariants.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from schedcheck.cli import main
-from strategies.engine import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT
+from schedcheck import faults
+from schedcheck.cli.main import main
+from schedcheck.engine.blocks import pool_problem
+from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.search import search_engine
+from schedcheck.engine.setup import SetupError, detect_runner, read_config, read_setup
+from schedcheck.engine.strategies import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT
+from schedcheck.engine.trace import Block, Pool
+from schedcheck.engine.verdict import Undrivable, verify_engine
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from tests.engines.catalogue import CORRECT, SHAPES, checkout, runner_of
 
 R1, R2 = EngineRequest("r1", (1, 2, 1), 2), EngineRequest("r2", (2, 1), 2, arrival=2)

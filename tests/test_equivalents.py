@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import faults
-from schedcheck.cli import main
+from schedcheck import faults
+from schedcheck.cli.main import main
 from tests.catalogue import reference_source
 from tests.helpers import ROOT, rotation_day, run_pytest
 

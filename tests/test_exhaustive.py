@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import faults
-from harness.sandbox.impl import Implementation, open_impl, reference
-from harness.sandbox.isolation import Limits
-from harness.search.exhaustive import check_exhaustive, explore_spaces
-from harness.verdict.verify import verify
-from schedcheck.cli import main
-from strategies.exhaustive import KINDS, SCOPES, Scope
-from strategies.workloads import REVERSED
+from schedcheck import faults
+from schedcheck.cli.main import main
+from schedcheck.drive.impl import Implementation, open_impl, reference
+from schedcheck.sandbox.isolation import Limits
+from schedcheck.search.exhaustive import check_exhaustive, explore_spaces
+from schedcheck.strategies.exhaustive import KINDS, SCOPES, Scope
+from schedcheck.strategies.workloads import REVERSED
+from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 from tests.test_mutants_found import expected_checks
@@ -116,8 +116,8 @@ TURNS = {
 def test_a_turn_mid_exploration_is_a_failure_with_its_path(turn: str, tmp_path: Path) -> None:
     source = f"""
 import os
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 
 class Always(dict):

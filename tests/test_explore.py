@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.impl import Implementation, open_impl
-from harness.search.explore import canonical, explore, preemptions
-from harness.verdict.verify import verify
-from invariants.workload import Config
-from strategies.exhaustive import SCOPES, Space
+from schedcheck.drive.impl import Implementation, open_impl
+from schedcheck.model.workload import Config
+from schedcheck.search.explore import canonical, explore, preemptions
+from schedcheck.strategies.exhaustive import SCOPES, Space
+from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 

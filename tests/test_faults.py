@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import faults
-from harness.faults import CheckFailed, verdict_checks
-from harness.grading.grade import grade_one
-from harness.sandbox.isolation import Limits
-from schedcheck.cli import main
+from schedcheck import faults
+from schedcheck.cli.main import main
+from schedcheck.faults import CheckFailed, verdict_checks
+from schedcheck.grading.grade import grade_one
+from schedcheck.sandbox.isolation import Limits
 from tests.helpers import ROOT
 
 CORRECT = ROOT / "tests" / "equivalents" / "one_pass.py"

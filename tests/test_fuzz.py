@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.isolation import Limits
-from harness.search import fuzz
-from invariants.regression import Regression
+from schedcheck.model.regression import Regression
+from schedcheck.sandbox.isolation import Limits
+from schedcheck.search import fuzz
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.grading.grade import grade_one
-from harness.sandbox.isolation import Limits
-from schedcheck.cli import main
+from schedcheck.cli.main import main
+from schedcheck.grading.grade import grade_one
+from schedcheck.sandbox.isolation import Limits
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from harness import faults
-from schedcheck import check as check_module
-from schedcheck.cli import main
-from schedcheck.gradescope import VISIBILITY
+from schedcheck import faults
+from schedcheck.cli import check as check_module
+from schedcheck.cli.main import main
+from schedcheck.grading.gradescope import VISIBILITY
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 

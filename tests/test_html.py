@@ -5,13 +5,13 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
-from harness.drive.driver import run
-from harness.drive.loader import load_impl
-from harness.verdict.html import render
-from harness.verdict.verify import verify
-from invariants.workload import Config, Request, Workload
-from schedcheck.cli import main
-from strategies.examples import EXAMPLES
+from schedcheck.cli.main import main
+from schedcheck.drive.driver import run
+from schedcheck.drive.loader import load_impl
+from schedcheck.model.workload import Config, Request, Workload
+from schedcheck.strategies.examples import EXAMPLES
+from schedcheck.verdict.html import render
+from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 

@@ -8,7 +8,7 @@ from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 
 MUTANT = str(standalone(ROOT / "tests" / "mutants" / "eos_zero_ignored.py"))
-PROPERTY = "suite/test_properties.py::test_invariants_hold_at_every_step"
+PROPERTY = "schedcheck/suite/test_properties.py::test_invariants_hold_at_every_step"
 
 
 def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import settings
 from hypothesis.errors import NoSuchExample
 
-from harness import faults
-from harness.sandbox.isolation import Limits
-from harness.search.hunt import SEARCH, hunt
-from schedcheck.cli import main
+from schedcheck import faults
+from schedcheck.cli.main import main
+from schedcheck.sandbox.isolation import Limits
+from schedcheck.search.hunt import SEARCH, hunt
 from tests.catalogue import standalone
 from tests.helpers import ROOT, rotation_day
 
@@ -90,4 +90,4 @@ def test_schedcheck_check_fails_it_naming_the_check(
     assert not any(sign in out + err + log for sign in OURS), out + err + log
     # Every exception pytest shows is a check's verdict, never one of our own errors.
     shown = set(re.findall(r"^E\s+([\w.]+(?:Error|Exception|Failed|Check\w*)):", log, re.M))
-    assert shown == {"harness.faults.CheckFailed"}, shown
+    assert shown == {"schedcheck.faults.CheckFailed"}, shown

@@ -7,7 +7,7 @@ its token budget between steps does reach that rule; the reference must follow i
 
 from __future__ import annotations
 
-import scheduler
+from schedcheck import scheduler
 from tests.helpers import create_requests, create_scheduler, ids
 
 

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import scheduler
-from invariants.workload import Config
-from scheduler import Scheduler, Sequence, SequenceStatus
-from strategies import invalid
-from strategies.workloads import configs
+from schedcheck import scheduler
+from schedcheck.model.workload import Config
+from schedcheck.scheduler import Scheduler, Sequence, SequenceStatus
+from schedcheck.strategies import invalid
+from schedcheck.strategies.workloads import configs
 from tests.helpers import create_requests, create_scheduler, ids
 
 CONFIG_FIELDS = ("num_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.isolation import Isolated, Limits
-from harness.verdict.verify import verify
-from invariants.checks import check_trace
-from invariants.regression import Regression
+from schedcheck.invariants.checks import check_trace
+from schedcheck.model.regression import Regression
+from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.helpers import reference_trace
 

@@ -18,8 +18,8 @@ from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 
 # What a remote worker must hold: the project at the same commit (docs/scale.md).
-CHECKOUT = ("conftest.py", "pyproject.toml", "scheduler", "invariants", "strategies", "harness",
-            "suite", "schedcheck")  # fmt: skip
+CHECKOUT = ("conftest.py", "pyproject.toml", "scheduler", "invariants", "strategies", "docs",
+            "schedcheck")  # fmt: skip
 SELECTION = "test_seed_examples or test_properties or test_probe"
 PROBE = '''
 import os

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.drive.loader import load_impl
-from harness.verdict.verify import verify
+from schedcheck.drive.loader import load_impl
+from schedcheck.verdict.verify import verify
 from tests.workloads import EXAMPLES
 
 MUTANTS = Path(__file__).parent / "mutants"

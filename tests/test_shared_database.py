@@ -26,13 +26,13 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 
-from harness.drive.loader import REFERENCE
-from harness.search import profiles
+from schedcheck.drive.loader import REFERENCE
+from schedcheck.search import profiles
 from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 
 MUTANT = standalone(ROOT / "tests/mutants/max_tokens_off_by_one.py")
-STATEFUL = str(ROOT / "suite/test_state_machine.py")  # the one property with no corpus
+STATEFUL = str(ROOT / "schedcheck/suite/test_state_machine.py")  # the one property with no corpus
 OBSERVE = {
     # Hypothesis's record of every test case it ran, and how each was generated.
     "HYPOTHESIS_EXPERIMENTAL_OBSERVABILITY": "1",

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.drive.driver import play, run
-from harness.drive.loader import load_impl
-from harness.sandbox.impl import open_impl
-from harness.sandbox.isolation import Limits, reference_copy
-from invariants.checks import check_trace
-from invariants.tokens import TokenModel
-from invariants.workload import Config, Request, Workload
+from schedcheck.drive.driver import play, run
+from schedcheck.drive.impl import open_impl
+from schedcheck.drive.loader import load_impl
+from schedcheck.invariants.checks import check_trace
+from schedcheck.model.tokens import TokenModel
+from schedcheck.model.workload import Config, Request, Workload
+from schedcheck.sandbox.isolation import Limits, reference_copy
 from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 
@@ -77,7 +77,7 @@ def test_a_call_that_hangs_mid_script_keeps_the_steps_before_it() -> None:
 
 def test_the_stateful_test_finds_a_bug_by_its_check() -> None:
     mutant = standalone(ROOT / "tests" / "mutants" / "max_tokens_off_by_one.py")
-    test = "suite/test_state_machine.py::test_state_machine[0]"
+    test = "schedcheck/suite/test_state_machine.py::test_state_machine[0]"
     done = run_pytest(test, "-n", "0", "--impl", str(mutant))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "A1 at step" in done.stdout, done.stdout

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import faults
-from harness.faults import CheckerError, SubmissionError
-from harness.grading.grade import grade_one
-from harness.sandbox.isolation import Isolated, Limits, reference_copy
-from harness.verdict.verify import verify
-from schedcheck.cli import main
+from schedcheck import faults
+from schedcheck.cli.main import main
+from schedcheck.faults import CheckerError, SubmissionError
+from schedcheck.grading.grade import grade_one
+from schedcheck.sandbox.isolation import Isolated, Limits, reference_copy
+from schedcheck.verdict.verify import verify
 from tests.catalogue import inline_reference, standalone
 from tests.helpers import ROOT, rotation_day, run_pytest
 from tests.workloads import EXAMPLES

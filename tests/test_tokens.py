@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from invariants.tokens import TokenModel
+from schedcheck.model.tokens import TokenModel
 
 
 def test_same_inputs_same_token() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from invariants.tokens import TokenModel
-from invariants.workload import Config, Request, Workload
-from strategies.examples import EXAMPLES as SPEC_EXAMPLES
+from schedcheck.model.tokens import TokenModel
+from schedcheck.model.workload import Config, Request, Workload
+from schedcheck.strategies.examples import EXAMPLES as SPEC_EXAMPLES
 
 
 def workload(

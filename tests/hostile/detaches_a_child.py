@@ -7,7 +7,7 @@ Expected: when the box ends, so does the grandchild (docs/isolation.md).
 import os
 import time
 
-from scheduler import Scheduler, Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler, Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

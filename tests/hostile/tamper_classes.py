@@ -9,7 +9,7 @@ import sys
 import types
 
 for _name, _module in list(sys.modules.items()):
-    if _module is not None and _name.split(".")[0] in ("harness", "invariants", "schedcheck"):
+    if _module is not None and _name.split(".")[0] in ("schedcheck",):
         for _cls in [v for v in vars(_module).values() if isinstance(v, type)]:
             for _attr, _value in list(vars(_cls).items()):
                 if isinstance(_value, (types.FunctionType, classmethod, staticmethod)):
@@ -17,8 +17,8 @@ for _name, _module in list(sys.modules.items()):
                         setattr(_cls, _attr, lambda *a, **k: None)
 
 # --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -18,14 +18,14 @@ for _f in gc.get_objects():
     if (
         isinstance(_f, types.FunctionType)
         and _f.__module__ is not None
-        and (_f.__module__.split(".")[0] in ("harness", "invariants", "schedcheck"))
+        and (_f.__module__.split(".")[0] in ("schedcheck",))
     ):
         with contextlib.suppress(ValueError):  # a closure's code cannot be swapped this way
             _f.__code__ = _boom.__code__
 
 # --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -24,8 +24,8 @@ sys.unraisablehook = _rethrow
 _KINDS = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 # --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

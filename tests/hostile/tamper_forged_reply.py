@@ -41,8 +41,8 @@ signal.signal(signal.SIGALRM, _internal)
 signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)
 
 # --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -20,8 +20,8 @@ json.loads = lambda *a, **k: {"op": "run", "workload": {}}
 json._default_encoder = _Encoder()  # what json.dumps, bound before us, calls
 
 # --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -20,8 +20,8 @@ sys.stdout = sys.stderr = _Exits()
 builtins.print = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("tampered"))
 
 # --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -8,13 +8,13 @@ import sys
 import types
 
 for _name in list(sys.modules):
-    if _name.split(".")[0] in ("harness", "invariants", "schedcheck", "json", "time",
+    if _name.split(".")[0] in ("schedcheck", "json", "time",
                                "traceback"):  # fmt: skip
         sys.modules[_name] = types.ModuleType(_name)
 
 # --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -7,14 +7,14 @@ Expected: a failure; nothing lands in the project's checkout.
 import contextlib
 import pathlib
 
-import harness
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+import schedcheck
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 
 
-PROJECT = pathlib.Path(harness.__file__).resolve().parent.parent
+PROJECT = pathlib.Path(schedcheck.__file__).resolve().parent.parent
 for target in (pathlib.Path("scratch.txt"), PROJECT / "PWNED.txt", PROJECT / "scheduler" / "x.py"):
     with contextlib.suppress(OSError):
         target.write_text("written by a submission")

@@ -3,8 +3,8 @@
 Symptom: on return only the rest is scheduled, though its KV was freed. Caught by I7.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -4,8 +4,8 @@ Symptom: it starves, or the order scrambles under pressure. Caught by I5, or by 
 the sequence behind it is admitted in the same step.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -4,8 +4,8 @@ Only update() frees blocks, so the loop never ends. Symptom: schedule() hangs as
 as all blocks are used while a request waits. Caught by C1.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -3,8 +3,8 @@
 Symptom: more sequences run at once than there are slots. Caught by I8.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

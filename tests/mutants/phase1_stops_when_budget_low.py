@@ -4,8 +4,8 @@ The student never chunks a running sequence. Symptom: a half-done prefill waits 
 step with budget enough for all of its rest, which may never come. Caught by R1.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -6,8 +6,8 @@ same sequence, so the bug needs three running at once. Symptom: a middle sequenc
 KV while a younger one keeps it, and waiting falls out of arrival order. Caught by I5 or F1.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

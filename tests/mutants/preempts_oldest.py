@@ -5,8 +5,8 @@ only the choice of victim is wrong. Symptom: the earliest request loses its KV f
 FCFS order is broken under pressure. Caught by F1.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -5,8 +5,8 @@ running[i] is already past the end. Symptom: the sequence before it is scheduled
 the same step, its tokens charged twice to the budget. Caught by R1.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -5,8 +5,8 @@ named a1, a2, ... in arrival order that is the scheduling order often enough to 
 not with names that sort otherwise ('10' before '9'). Caught by A1 or R1.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

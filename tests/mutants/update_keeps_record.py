@@ -4,8 +4,8 @@ Symptom: a second update() without a schedule() applies the same step again, or 
 KeyError for a sequence the first one finished. Caught by C1 or A1.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -4,8 +4,8 @@ The student stops phase 2 when waiting[0] was preempted this step. Symptom: budg
 blocks the victim could use (chunked) sit idle for a step. Caught by R1.
 """
 
-from scheduler import Scheduler as _Reference
-from scheduler import Sequence, SequenceStatus
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
 
 __all__ = ["Scheduler", "Sequence", "SequenceStatus"]
 

@@ -1,1 +1,0 @@
-"""Driving one implementation: load it, check its contract, run a workload into a trace."""

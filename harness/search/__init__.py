@@ -1,1 +1,0 @@
-"""Searching for failures: Hypothesis profiles, hunts, long campaigns, the exhaustive scope."""

@@ -1,0 +1,388 @@
+"""Run one workload on one implementation, step by step, and copy out a plain-data trace.
+
+Per step: add the arrivals in order, `schedule()`, snapshot, `update()`, snapshot (and, if
+the workload asks, `update()` again, snapshot). The driver keeps the implementation's
+objects only to read them: every value it records is type-checked and copied into str,
+int and tuples at once, so nothing recorded can change later or lie about equality.
+Anything that breaks the contract ends the run with a `Failure` (check C1): whatever a call
+into the implementation raises, or reading one of its attributes. An exception anywhere
+else is the driver's own fault and propagates (harness/faults.py: never a verdict).
+"""
+
+from __future__ import annotations
+
+import enum
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
+from types import ModuleType
+from typing import Any, TypeVar
+
+from schedcheck.faults import CheckerError
+from schedcheck.invariants.liveness import liveness_bound
+from schedcheck.model.trace import Failure, Sample, SeqState, State, Step, Trace, Update
+from schedcheck.model.workload import Workload
+
+_T = TypeVar("_T")
+
+STATUS_NAMES = frozenset({"WAITING", "RUNNING", "FINISHED"})
+
+
+class ContractError(Exception):
+    """The implementation broke the submission contract; the message says how."""
+
+
+def show(value: object, limit: int = 80) -> str:
+    """A short repr that survives objects whose repr is broken or huge."""
+    try:
+        text = repr(value)
+    except Exception:  # its __repr__ is the implementation's code
+        text = f"<{type(value).__name__} with a broken repr>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def plain_int(value: object, what: str) -> int:
+    if type(value) is not int:
+        raise ContractError(f"{what} must be an int, got {type(value).__name__} {show(value)}")
+    return value
+
+
+class Recorder:
+    """The `sample_fn` the implementation gets: the token model, plus a log of its calls (I3)."""
+
+    def __init__(self, workload: Workload, ids_by_obj: dict[int, str]) -> None:
+        self.model = workload.model
+        self.eos = workload.config.eos_token_id
+        self.ids_by_obj = ids_by_obj
+        self.samples: list[Sample] = []
+        self.error: ContractError | None = None  # kept even if the caller swallows it
+        self.internal: BaseException | None = None  # our own fault, kept the same way
+
+    def __call__(self, seq: Any) -> int:
+        try:
+            seq_id = self.ids_by_obj.get(id(seq))
+            if seq_id is None:
+                raise ContractError(
+                    f"sample_fn was called with {show(seq)}, which is not one of the "
+                    "sequences added to the scheduler"
+                )
+            output = read_output(seq, seq_id)
+            computed = plain_int(read(seq, "num_computed", seq_id), f"{seq_id}.num_computed")
+            tokens = plain_int(read(seq, "num_tokens", seq_id), f"{seq_id}.num_tokens")
+        except ContractError as e:
+            self.error = self.error or e
+            raise
+        try:
+            self.samples.append(Sample(seq_id, computed, tokens))
+            return self.model.next_token(seq_id, output, self.eos)
+        except Exception as e:  # the token model is ours: never the submission's fault
+            self.internal = self.internal or e
+            raise
+
+    def take(self) -> tuple[Sample, ...]:
+        samples, self.samples = tuple(self.samples), []
+        if self.error is not None:
+            raise self.error
+        return samples
+
+
+def read(obj: Any, name: str, owner: str) -> Any:
+    """`obj.name`, where reading it runs the implementation's code (a property, a
+    __getattr__): what it raises is its failure to keep the contract, not ours."""
+    try:
+        return getattr(obj, name)
+    except (Exception, SystemExit) as e:
+        raise ContractError(f"reading {owner}.{name} {describe(e, None)}") from None
+
+
+def read_output(seq: Any, seq_id: str) -> tuple[int, ...]:
+    output = read(seq, "output", seq_id)
+    if type(output) is not list:
+        raise ContractError(
+            f"{seq_id}.output must be a list, got {type(output).__name__} {show(output)}"
+        )
+    copied = tuple(output)
+    for token in copied:
+        plain_int(token, f"every token in {seq_id}.output")
+    return copied
+
+
+class Driver:
+    """One scheduler instance of one implementation, fed one workload."""
+
+    def __init__(self, impl: ModuleType, workload: Workload) -> None:
+        self.impl = impl
+        self.workload = workload
+        self.seqs: dict[str, Any] = {}  # the implementation's Sequence objects, by id
+        self.ids_by_obj: dict[int, str] = {}  # id(object) -> seq_id; seqs keeps them alive
+        self.recorder = Recorder(workload, self.ids_by_obj)
+        config = workload.config
+        self.sched = self.call(
+            impl.Scheduler,
+            num_blocks=config.num_blocks,
+            block_size=config.block_size,
+            max_num_seqs=config.max_num_seqs,
+            max_num_batched_tokens=config.max_num_batched_tokens,
+            sample_fn=self.recorder,
+            eos_token_id=config.eos_token_id,
+        )
+
+    def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """`function(*args, **kwargs)`, a call into the implementation: whatever it raises is
+        its failure (C1), a ContractError; an exception anywhere else in the driver is ours.
+        """
+        try:
+            result = function(*args, **kwargs)
+        except ContractError:
+            raise  # the recorder's, passed on through the implementation's code
+        except (Exception, SystemExit) as e:
+            self._internal()
+            raise ContractError(describe(e, self.impl)) from None
+        self._internal()
+        return result
+
+    def _internal(self) -> None:
+        internal, self.recorder.internal = self.recorder.internal, None
+        if internal is not None:
+            raise CheckerError(f"the token model failed inside sample_fn: {internal!r}")
+
+    def new_sequence(self, seq_id: str, prompt_len: int, max_tokens: int) -> Any:
+        seq = self.call(
+            self.impl.Sequence, seq_id=seq_id, prompt_len=prompt_len, max_tokens=max_tokens
+        )
+        self.seqs[seq_id] = seq
+        self.ids_by_obj[id(seq)] = seq_id
+        return seq
+
+    def add(self, seq: Any) -> None:
+        self.call(read(self.sched, "add", "Scheduler"), seq)
+
+    def schedule(self) -> tuple[tuple[str, int], ...]:
+        returned = self.call(read(self.sched, "schedule", "Scheduler"))
+        if type(returned) is not dict:
+            raise ContractError(
+                f"schedule() must return a dict, got {type(returned).__name__} {show(returned)}"
+            )
+        pairs = tuple(dict.items(returned))
+        for key, n in pairs:
+            if type(key) is not str:
+                raise ContractError(f"schedule() returned a key {show(key)} that is not a str")
+            plain_int(n, f"schedule()[{key!r}]")
+        # An engine owns what schedule() returned and may consume it: update() must work
+        # from a record of its own (bug table: update() does not know what was scheduled).
+        dict.clear(returned)
+        return pairs
+
+    def update(self) -> Update:
+        returned = self.call(read(self.sched, "update", "Scheduler"))
+        if type(returned) is not list:
+            raise ContractError(
+                f"update() must return a list, got {type(returned).__name__} {show(returned)}"
+            )
+        finished = self._ids(returned, "the list update() returned")
+        return Update(finished, self.recorder.take(), self.snapshot())
+
+    def _ids(self, queue: list[Any] | deque[Any], what: str) -> tuple[str, ...]:
+        # The built-in iterators: a subclass could not be here, but be explicit about it.
+        items = list.__iter__(queue) if type(queue) is list else deque.__iter__(queue)
+        ids = []
+        for seq in items:
+            seq_id = self.ids_by_obj.get(id(seq))
+            if seq_id is None:
+                raise ContractError(
+                    f"{what} holds {show(seq)}, which is not one of the sequences added"
+                )
+            ids.append(seq_id)
+        return tuple(ids)
+
+    def snapshot(self) -> State:
+        sched = self.sched
+        queues = []
+        for name in ("waiting", "running", "finished"):
+            queue = read(sched, name, "Scheduler")
+            if type(queue) not in (list, deque):
+                raise ContractError(
+                    f"Scheduler.{name} must be a list or a deque, got {type(queue).__name__}"
+                )
+            queues.append(self._ids(queue, f"Scheduler.{name}"))
+        seqs = {seq_id: self._seq_state(seq_id, seq) for seq_id, seq in self.seqs.items()}
+        return State(
+            seqs=seqs,
+            waiting=queues[0],
+            running=queues[1],
+            finished=queues[2],
+            blocks_used=plain_int(read(sched, "blocks_used", "Scheduler"), "Scheduler.blocks_used"),
+            num_preemptions=plain_int(
+                read(sched, "num_preemptions", "Scheduler"), "Scheduler.num_preemptions"
+            ),
+        )
+
+    def _seq_state(self, seq_id: str, seq: Any) -> SeqState:
+        status = read(seq, "status", seq_id)
+        name = read(status, "name", f"{seq_id}.status") if isinstance(status, enum.Enum) else None
+        if type(name) is not str or name not in STATUS_NAMES:
+            raise ContractError(
+                f"{seq_id}.status must be a SequenceStatus member named WAITING, RUNNING or "
+                f"FINISHED, got {show(status)}"
+            )
+        return SeqState(
+            name,
+            plain_int(read(seq, "num_computed", seq_id), f"{seq_id}.num_computed"),
+            plain_int(read(seq, "num_tokens", seq_id), f"{seq_id}.num_tokens"),
+            plain_int(read(seq, "num_blocks", seq_id), f"{seq_id}.num_blocks"),
+            read_output(seq, seq_id),
+        )
+
+
+def run(
+    impl: ModuleType,
+    workload: Workload,
+    max_steps: int | None = None,
+    on_call: Callable[[int, str], None] | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> Trace:
+    """Drive `impl` through `workload` until every request finished, or the liveness bound.
+
+    `on_call(step, call)` is told before every call into the implementation, `on_step`
+    after every complete step: an isolated worker streams both to its parent.
+    """
+    bound = liveness_bound(workload) if max_steps is None else max_steps
+    arrivals = workload.arrivals()
+    steps: list[Step] = []
+    where: tuple[int, str] = (0, "Scheduler()")
+
+    def enter(number: int, call: str) -> None:
+        nonlocal where
+        where = (number, call)
+        if on_call is not None:
+            on_call(number, call)
+
+    try:
+        enter(0, "Scheduler()")
+        driver = Driver(impl, workload)
+        for number in range(1, bound + 1):
+            if steps and number > workload.last_arrival() and _all_finished(steps[-1]):
+                break
+            arrived = arrivals.get(number, [])
+            for request in arrived:
+                enter(number, "Sequence()")
+                seq = driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
+                enter(number, "add()")
+                driver.add(seq)
+            enter(number, "schedule()")
+            ids = tuple(r.seq_id for r in arrived)
+            step = Step(number, ids, driver.schedule(), driver.snapshot(), None)
+            steps.append(step)  # kept even if update() fails: the checks see schedule()
+            enter(number, "update()")
+            step = steps[-1] = replace(step, update=driver.update())
+            if workload.reupdate:
+                enter(number, "update() again")
+                step = steps[-1] = replace(step, again=driver.update())
+            if on_step is not None:
+                on_step(step)
+    except ContractError as e:
+        return Trace(workload, tuple(steps), Failure(*where, str(e)))
+    except MemoryError as e:  # wherever it struck, the memory cap is the implementation's
+        return Trace(workload, tuple(steps), Failure(*where, describe(e, impl)))
+    return Trace(workload, tuple(steps))
+
+
+# A script: the stateful test's calls as plain data, played in one go (in a worker, one
+# command per run, not one per call): ["add", seq_id] adds that request of the workload
+# (at its arrival step, the next one); ["step"] is schedule() then update(); ["again"] is
+# update() once more with no schedule() in between; ["finish"] steps until every request
+# finished, or the liveness bound.
+Script = list[list[str]]
+
+
+def play(
+    impl: ModuleType,
+    workload: Workload,
+    script: Script,
+    on_call: Callable[[int, str], None] | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> Trace:
+    """Drive `impl` by `script`; the trace of what it returned, or how a call failed.
+
+    `on_step` is told of each step once it is complete (when the next one begins: an
+    ["again"] may still change it); the steps after the last one told are in the trace."""
+    requests = {r.seq_id: r for r in workload.requests}
+    steps: list[Step] = []
+    where: tuple[int, str] = (0, "Scheduler()")
+
+    def enter(number: int, call: str) -> None:
+        nonlocal where
+        where = (number, call)
+        if on_call is not None:
+            on_call(number, call)
+
+    def step(driver: Driver) -> None:
+        number = len(steps) + 1
+        if steps and on_step is not None:
+            on_step(steps[-1])
+        enter(number, "schedule()")
+        ids = tuple(r.seq_id for r in workload.requests if r.arrival == number)
+        steps.append(Step(number, ids, driver.schedule(), driver.snapshot(), None))
+        enter(number, "update()")
+        steps[-1] = replace(steps[-1], update=driver.update())
+
+    def finished() -> bool:
+        pending = any(r.arrival > len(steps) for r in workload.requests)
+        return bool(steps) and not pending and _all_finished(steps[-1])
+
+    try:
+        enter(0, "Scheduler()")
+        driver = Driver(impl, workload)
+        for op, *args in script:
+            if op == "add":
+                request = requests[args[0]]
+                enter(request.arrival, "Sequence()")
+                seq = driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
+                enter(request.arrival, "add()")
+                driver.add(seq)
+            elif op == "step":
+                step(driver)
+            elif op == "again":
+                enter(len(steps), "update() again")
+                steps[-1] = replace(steps[-1], again=driver.update())
+            elif op == "finish":
+                for _ in range(liveness_bound(workload)):
+                    if finished():
+                        break
+                    step(driver)
+            else:
+                raise ValueError(f"script: no such operation {op!r}")
+    except ContractError as e:
+        return Trace(workload, tuple(steps), Failure(*where, str(e)))
+    except MemoryError as e:  # wherever it struck, the memory cap is the implementation's
+        return Trace(workload, tuple(steps), Failure(*where, describe(e, impl)))
+    return Trace(workload, tuple(steps))
+
+
+def _all_finished(step: Step) -> bool:
+    """Decided on the copied snapshot, never on the implementation's live objects."""
+    return all(s.status == "FINISHED" for s in step.last().seqs.values())
+
+
+def describe(error: BaseException, impl: ModuleType | None, root: str | None = None) -> str:
+    """What the implementation raised, and where in its own file (or, with `root`, in its
+    own files below that folder: an engine's checkout)."""
+    try:
+        detail = str(error)[:300]
+    except Exception:
+        detail = "<its message is broken>"
+    text = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+    if isinstance(error, MemoryError):
+        text += " (it ran out of the memory it may use)"
+    where = getattr(impl, "__file__", None)
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if f.filename == where or (root is not None and f.filename.startswith(root + "/"))
+    ]
+    if frames:
+        f = frames[-1]
+        name = f.filename[len(root) + 1 :] if root else f.filename.rsplit("/", 1)[-1]
+        text += f" (at line {f.lineno} of {name}, in {f.name}: {f.line})"
+    return f"raised {text}"

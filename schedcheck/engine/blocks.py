@@ -1,0 +1,91 @@
+"""E3, block accounting: after every schedule() and postprocess(), the pool adds up.
+
+Free and used partition all blocks (no block in both, none lost, none twice in the free
+list); where the engine keeps freed-but-cached blocks apart from the free list (a third,
+evictable state: some forks' LRU prefix cache), free, cached and used partition them, and a
+cached block holds a hash (it is there to be found by one); a block is used exactly when
+its ref_count is positive; each block's ref_count
+equals the number of block tables holding it; no block appears twice in one table; a
+block shared by several sequences sits at the same index of each table, over the same
+tokens (a shared block is a cached prefix: it must be the same prefix for all holders).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from schedcheck.engine.trace import EngineTrace, Pool
+from schedcheck.invariants.violation import Violation
+
+
+def check_e3(trace: EngineTrace) -> Iterator[Violation]:
+    bs = trace.workload.config.block_size
+    for step in trace.steps:
+        for call, pool in (("schedule()", step.after_schedule),
+                           ("postprocess()", step.after_postprocess)):  # fmt: skip
+            if pool is None:
+                continue
+            problem = pool_problem(pool, bs)
+            if problem is not None:
+                message, names = problem
+                yield Violation("E3", step.step, call, message, names)
+                return  # the pool is broken from here on: one report
+
+
+def pool_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
+    everything = set(range(len(pool.blocks)))
+    free, used, cached = set(pool.free), set(pool.used), set(pool.cached)
+    if len(free) != len(pool.free):
+        twice = [b for b, n in Counter(pool.free).items() if n > 1]
+        return f"block {twice[0]} is in the free list twice (freed twice?)", ()
+    if len(cached) != len(pool.cached):
+        twice = [b for b, n in Counter(pool.cached).items() if n > 1]
+        return f"block {twice[0]} is cached twice (under two hashes?)", ()
+    for (one, x), (two, y) in (((free, "free"), (used, "used")),
+                               ((cached, "cached"), (used, "used")),
+                               ((free, "free"), (cached, "cached"))):  # fmt: skip
+        if one & two:
+            return f"block {min(one & two)} is both {x} and {y}", ()
+    if free | used | cached != everything:
+        lost = sorted(everything - free - used - cached) or sorted(
+            (free | used | cached) - everything)  # fmt: skip
+        state = "free, cached nor used" if pool.cached else "free nor used"
+        return f"block {lost[0]} is neither {state} (or is no block at all)", ()
+    for b in sorted(cached):
+        if pool.blocks[b].hash == -1:
+            return f"block {b} is kept as cached, but holds no hash", ()
+    holders: dict[int, list[tuple[str, int]]] = {}
+    for name, table in pool.tables.items():
+        for index, b in enumerate(table):
+            if any(h == name for h, _ in holders.get(b, [])):
+                return f"{name}'s block table holds block {b} twice: {list(table)}", (name,)
+            holders.setdefault(b, []).append((name, index))
+    for b, block in enumerate(pool.blocks):
+        held = holders.get(b, [])
+        if block.ref_count != len(held):
+            names = tuple(n for n, _ in held)
+            who = ", ".join(names) or "no sequence"
+            return (f"block {b} has ref_count {block.ref_count}, but {len(held)} block "
+                    f"table(s) hold it ({who})", names)  # fmt: skip
+        if (block.ref_count > 0) != (b in used):
+            state = "used" if b in used else "cached" if b in cached else "free"
+            return f"block {b} has ref_count {block.ref_count} but is {state}", ()
+        if len(held) > 1:
+            mismatch = _different_prefixes(pool, held, bs)
+            if mismatch is not None:
+                return f"block {b} is shared by {mismatch}", tuple(n for n, _ in held)
+    return None
+
+
+def _different_prefixes(pool: Pool, held: list[tuple[str, int]], bs: int) -> str | None:
+    indices = {i for _, i in held}
+    if len(indices) > 1:
+        return "sequences that hold it at different positions: " + ", ".join(
+            f"{n} as block {i}" for n, i in held)  # fmt: skip
+    (i,) = indices
+    prefixes = {pool.tokens[n][: (i + 1) * bs] for n, _ in held}
+    if len(prefixes) > 1:
+        return "sequences with different prefixes: " + ", ".join(
+            f"{n} {list(pool.tokens[n][: (i + 1) * bs])}" for n, _ in held)  # fmt: skip
+    return None

@@ -1,0 +1,323 @@
+"""Drive an engine through a workload with a simulated model runner; copy plain values out.
+
+Each step: add the requests arriving now, `schedule()`, copy out what the model runner
+would read (and each scheduled sequence's pickled copy, what nano-vllm's tensor-parallel
+workers receive), sample one token per scheduled sequence from the workload's token
+function over the tokens it computes up to, `postprocess()`, copy the pool out again.
+The checks (invariants/engine/) run on the trace afterwards, in a process the engine
+cannot touch when it runs isolated.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, TypeVar
+
+from schedcheck.drive.driver import describe
+from schedcheck.engine import copyout
+from schedcheck.engine.loader import Config, ConfigUnset, Engine
+from schedcheck.engine.runner import RUNNERS, Runner
+from schedcheck.engine.setup import EngineSetup
+from schedcheck.engine.trace import (
+    UNDRIVABLE,
+    Copy,
+    EngineFailure,
+    EngineStep,
+    EngineTrace,
+    Pool,
+    Scheduled,
+)
+from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
+
+_T = TypeVar("_T")
+API = ("add", "schedule", "is_finished")  # what the driver calls on every Scheduler
+
+
+class Eos(int):
+    """The eos token id, which also answers `in` as the set of it: some forks' engines give
+    the scheduler a set of stop ids in `config.eos` (brightmoonflame/nano-vllm-optimized's
+    `token_id in self.eos`), nano-vllm an int (`token_id == self.eos`)."""
+
+    def __contains__(self, token: object) -> bool:
+        return token == int(self)
+
+    def __iter__(self) -> Iterator[int]:
+        yield int(self)
+
+
+class Stop(Exception):
+    def __init__(self, failure: EngineFailure) -> None:
+        self.failure = failure
+
+
+def takes_is_prefill(engine: Engine) -> bool:
+    """Whether postprocess() is called with is_prefill (nano-vllm from 8d63a98 on): by its
+    signature, which says how to call it, not which runner the engine has."""
+    try:
+        params = list(inspect.signature(engine.Scheduler.postprocess).parameters.values())
+    except (TypeError, ValueError, AttributeError):
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params) or any(
+        p.name == "is_prefill" for p in params
+    ):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 4  # self, seqs, token_ids, is_prefill
+
+
+def bound(workload: EngineWorkload) -> int:
+    """Steps within which every request must finish (E5): generous, since recompute
+    preemption may redo a request's tokens once for every other request."""
+    tokens = sum(len(r.prompt) + r.max_tokens for r in workload.requests)
+    last = max((r.arrival for r in workload.requests), default=0)
+    return last + tokens * (len(workload.requests) + 1) + 8
+
+
+def run_engine(
+    engine: Engine,
+    workload: EngineWorkload,
+    setup: EngineSetup,
+    beat: Callable[[int, str], None] | None = None,
+) -> EngineTrace:
+    """Drive `workload` through `engine` as `setup` says; `beat(step, call)` before every
+    call into it (the isolated worker's heartbeat, so that a call that hangs is told from a
+    long run)."""
+    run = _Run(engine, workload, setup, beat)
+    try:
+        run.all_steps()
+    except Stop as stop:
+        return EngineTrace(workload, setup.runner, tuple(run.steps), failure=stop.failure)
+    return EngineTrace(workload, setup.runner, tuple(run.steps), run.outputs())
+
+
+class _Run:
+    def __init__(
+        self,
+        engine: Engine,
+        workload: EngineWorkload,
+        setup: EngineSetup,
+        beat: Callable[[int, str], None] | None,
+    ) -> None:
+        self.engine, self.workload, self.beat = engine, workload, beat
+        self.setup, self.runner = setup, RUNNERS[setup.runner]
+        self.with_is_prefill = takes_is_prefill(engine)
+        # nano-vllm-voxcpm's shape: Sequence(seq_id, token_ids, block_size), no postprocess();
+        # its engine loop appends each token and calls Scheduler.finish() on a stop.
+        self.named_sequences = _first_parameter(engine.Sequence) == "seq_id"
+        self.loop_finishes = not hasattr(engine.Scheduler, "postprocess") and callable(
+            getattr(engine.Scheduler, "finish", None)
+        )
+        self.pickles = any("__getstate__" in vars(k) for k in engine.Sequence.__mro__[:-1])
+        self.requests = {r.name: r for r in workload.requests}
+        self.seqs: dict[str, Any] = {}  # name -> the engine's Sequence
+        self.names: dict[int, str] = {}  # id(Sequence) -> name
+        self.steps: list[EngineStep] = []
+        self.step = 0
+
+    def call(self, what: str, fn: Callable[[], _T]) -> _T:
+        if self.beat is not None:
+            self.beat(self.step, what)
+        try:
+            return fn()
+        except Stop:
+            raise
+        except ConfigUnset as e:  # our stand-in for its Config lacks a value: the user's to give
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, what, str(e))) from None
+        except BaseException as e:  # SystemExit too: the engine must not end the run
+            message = describe(e, None, str(self.engine.root))
+            raise Stop(EngineFailure("E6", self.step, what, message)) from None
+
+    def all_steps(self) -> None:
+        lacking = [f"Scheduler.{m}()" for m in API if not callable(
+            getattr(self.engine.Scheduler, m, None))]  # fmt: skip
+        if not self.loop_finishes and not callable(getattr(self.engine.Scheduler, "postprocess",
+                                                           None)):  # fmt: skip
+            lacking.append("Scheduler.postprocess() (or finish())")
+        if self.engine.SamplingParams is None and not self.named_sequences:
+            lacking.append("sampling_params.py (SamplingParams)")
+        if lacking:
+            raise Stop(EngineFailure(UNDRIVABLE, 0, "Scheduler", (
+                f"the engine's Scheduler has no {', '.join(lacking)}, which schedcheck calls as "
+                "nano-vllm's (docs/engines.md, \"Checking a fork\")")))  # fmt: skip
+        c = self.workload.config
+        config = Config(**{
+            **self.setup.config,
+            "max_num_seqs": c.max_num_seqs,
+            "max_num_batched_tokens": c.max_num_batched_tokens,
+            "eos": Eos(EOS),
+            "kvcache_block_size": c.block_size,
+            "num_kvcache_blocks": c.num_blocks,
+            "max_model_len": self.workload.longest(),
+        })  # fmt: skip
+        self.engine.Sequence.block_size = c.block_size
+        self.scheduler = self.call("Scheduler()", lambda: self.engine.Scheduler(config))
+        pending = sorted(self.workload.requests, key=lambda r: r.arrival)
+        limit = bound(self.workload)
+        while True:
+            self.step += 1
+            while pending and pending[0].arrival <= self.step:
+                self.add(pending.pop(0))
+            if self.call("is_finished()", lambda: bool(self.scheduler.is_finished())):
+                if not pending:
+                    return
+                continue  # idle until the next arrival
+            if self.step > limit:
+                left = [n for n, s in self.seqs.items() if copyout.status(s) != "FINISHED"]
+                raise Stop(
+                    EngineFailure(
+                        "E5",
+                        self.step,
+                        "end of run",
+                        f"{', '.join(left)} not finished after {limit} steps "
+                        "(the bound for this workload)",
+                    )
+                )
+            self.one_step()
+
+    def add(self, request: EngineRequest) -> None:
+        if self.named_sequences:
+            size, prompt = self.workload.config.block_size, list(request.prompt)
+            seq = self.call("Sequence()", lambda: self.engine.Sequence(request.name, prompt, size))
+            self.seqs[request.name], self.names[id(seq)] = seq, request.name
+            self.call("add()", lambda: self.scheduler.add(seq))
+            return
+        params = self.call(
+            "SamplingParams()",
+            lambda: self.engine.SamplingParams(
+                temperature=1.0, max_tokens=request.max_tokens, ignore_eos=request.ignore_eos
+            ),
+        )
+        seq = self.call("Sequence()", lambda: self.engine.Sequence(list(request.prompt), params))
+        self.seqs[request.name], self.names[id(seq)] = seq, request.name
+        self.call("add()", lambda: self.scheduler.add(seq))
+
+    def one_step(self) -> None:
+        got = self.call("schedule()", self.scheduler.schedule)
+        seqs, phase = self.read("schedule()", lambda: _returned(got, self.names, self.runner))
+        views = self.read("schedule()", lambda: tuple(self.view(s, phase is not False)
+                                                      for s in seqs))  # fmt: skip
+        # a mixed batch (schedule() returned only sequences) is a prefill step if any of its
+        # sequences computes more than its last position
+        is_prefill = phase if phase is not None else any(
+            v.num_cached < len(v.token_ids) - 1 for v in views)  # fmt: skip
+        # E8 only where the engine pickles its sequences to workers in a form of its own
+        copies = tuple(self.copy(s, v) for s, v in zip(seqs, views, strict=True) if self.pickles)
+        before = self.read("schedule()", self.pool)
+        sampled = tuple(
+            self.workload.next_token(v.token_ids[: v.num_cached + v.num_scheduled]) for v in views
+        )
+        record = EngineStep(self.step, is_prefill, views, copies, sampled, before, None)
+        self.steps.append(record)
+        if self.loop_finishes:
+            self.engine_loop(seqs, sampled)
+        elif phase is None:
+            # vLLM v1's style: tokens only for the sequences whose every token is now computed
+            # (their runner's seq_need_compute_logits), with those sequences' indices
+            need = [
+                i
+                for i, v in enumerate(views)
+                if v.num_cached + v.num_scheduled == len(v.token_ids) and v.block_table
+            ]
+            tokens = [sampled[i] for i in need]
+            self.call("postprocess()", lambda: self.scheduler.postprocess(seqs, tokens, need))
+        elif self.with_is_prefill:
+            self.call(
+                "postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled), is_prefill)
+            )
+        else:
+            self.call("postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled)))
+        after = self.read("postprocess()", self.pool)
+        self.steps[-1] = EngineStep(self.step, is_prefill, views, copies, sampled, before, after)
+
+    def engine_loop(self, seqs: list[Any], sampled: tuple[int, ...]) -> None:
+        """What nano-vllm-voxcpm's LLMEngine.step does after the runner: append each token,
+        then finish() the sequences that stopped (eos unless ignored, or max_tokens)."""
+        stopped = [seq for seq, token in zip(seqs, sampled, strict=True)
+                   if self.append(seq, token)]  # fmt: skip
+        for seq in stopped:
+            self.call("finish()", partial(self.scheduler.finish, seq))
+
+    def append(self, seq: Any, token: int) -> bool:
+        """Append `token` to `seq` as the engine loop does; whether `seq` stopped."""
+        self.call("append_token()", partial(seq.append_token, token))
+        request = self.requests[self.names[id(seq)]]
+        made = self.read("append_token()", partial(len, seq.token_ids)) - len(request.prompt)
+        return (token == EOS and not request.ignore_eos) or made >= request.max_tokens
+
+    def read(self, call: str, fn: Callable[[], _T]) -> _T:
+        """Copy values out of the engine. A field nano-vllm has and this engine lacks, or holds
+        as something else, means it cannot be driven as nano-vllm's (exit 2, naming it): a
+        reading of ours that fails is no verdict on the engine."""
+        try:
+            return fn()
+        except Stop:
+            raise
+        except Shape as e:
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, str(e))) from None
+        except AttributeError as e:
+            owner = type(e.obj).__name__ if getattr(e, "obj", None) is not None else "an object"
+            message = (f"{owner} has no attribute {e.name!r}, which schedcheck reads as "
+                       f"nano-vllm's (docs/engines.md, \"Checking a fork\"): {e}")  # fmt: skip
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
+        except Exception as e:  # a value of another type than nano-vllm's: not a verdict
+            message = (f"its state could not be read as nano-vllm's: {e!r} (docs/engines.md, "
+                       "\"Checking a fork\")")  # fmt: skip
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
+
+    def copy(self, seq: Any, view: Scheduled) -> Copy:
+        if self.beat is not None:
+            self.beat(self.step, "pickle")
+        try:
+            return copyout.pickled(seq, self.runner)
+        except BaseException as e:  # its __getstate__ is its code: SystemExit included
+            message = f"{view.name} cannot be pickled: {e!r}"
+            raise Stop(EngineFailure("E8", self.step, "pickle", message)) from None
+
+    def view(self, seq: Any, is_prefill: bool) -> Scheduled:
+        return copyout.scheduled(seq, self.names[id(seq)], self.runner, is_prefill)
+
+    def pool(self) -> Pool:
+        return copyout.pool(self.scheduler.block_manager, self.seqs)
+
+    def outputs(self) -> dict[str, tuple[int, ...]]:
+        return self.read("end of run", lambda: copyout.outputs(self.seqs, self.workload))
+
+
+def _first_parameter(cls: Any) -> str:
+    try:
+        names = list(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return ""
+    return names[0] if names else ""
+
+
+def _returned(got: Any, names: dict[int, str], runner: Runner) -> tuple[list[Any], bool | None]:
+    """schedule()'s answer as (sequences, is_prefill): nano-vllm's `(seqs, is_prefill)`, with
+    anything a fork adds after them, as a tuple or a list; or, where the runner computes
+    mixed batches, only the sequences (is_prefill None)."""
+    if isinstance(got, list) and all(id(s) in names for s in got):
+        if runner.decode != "mixed":
+            raise Shape(f"schedule() returned only sequences, {_shape(got)}: a mixed batch, "
+                        f"which runner {runner.name!r} does not compute (--runner mixed "
+                        "does)")  # fmt: skip
+        return list(got), None
+    if not isinstance(got, (tuple, list)) or len(got) < 2 or not isinstance(got[1], bool):
+        raise Shape(f"schedule() returned {_shape(got)}, not (sequences, is_prefill) as "
+                    "nano-vllm's does, nor a list of sequences (a mixed batch)")  # fmt: skip
+    seqs = list(got[0])
+    unknown = [s for s in seqs if id(s) not in names]
+    if unknown:
+        raise ValueError(f"schedule() returned an object that was never added: {unknown[0]!r}")
+    return seqs, got[1]
+
+
+class Shape(Exception):
+    """An answer of another shape than nano-vllm's: the engine cannot be driven as it is."""
+
+
+def _shape(got: Any) -> str:
+    if isinstance(got, (tuple, list)):
+        return f"a {type(got).__name__} of {len(got)} ({', '.join(type(x).__name__ for x in got)})"
+    return f"a {type(got).__name__}"

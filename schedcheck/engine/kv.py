@@ -1,0 +1,77 @@
+"""E2, the simulated KV cache: each slot holds the KV of one (position, whole prefix).
+
+A step first writes the KV of every position it computes into the slot its sequence's
+block table names (`block_table[p // block_size] * block_size + p % block_size`; a decode
+writes into the table's last block where the runner does so, as nano-vllm's does), then
+every scheduled sequence attends to positions 0 .. end-1 through its block table: each
+read must find exactly what that position of that sequence's own prefix wrote. Reading
+another sequence's KV, or a block's stale KV after it was reused, is the silent bug: the
+model computes on the wrong context and nothing crashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from schedcheck.engine.runner import RUNNERS
+from schedcheck.engine.trace import EngineTrace, Scheduled
+from schedcheck.invariants.violation import Violation
+
+Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at which step
+
+
+def check_e2(trace: EngineTrace) -> Iterator[Violation]:
+    slots: dict[int, Written] = {}
+    bs = trace.workload.config.block_size
+    runner = RUNNERS[trace.runner]
+    for step in trace.steps:
+        # nano-vllm's decode writes into the table's last block, whatever p says
+        last = runner.decode == "last-block" and not step.is_prefill
+        for seq in step.scheduled:
+            start, end = span(seq)
+            for p in range(start, min(end, len(seq.token_ids))):
+                slot = _last_slot(seq, p, bs) if last else _slot(seq, p, bs)
+                if slot is not None:
+                    slots[slot] = (p, seq.token_ids[: p + 1], seq.name, step.step)
+        for seq in step.scheduled:
+            _, end = span(seq)
+            for q in range(min(end, len(seq.token_ids))):
+                slot = _slot(seq, q, bs)
+                want = seq.token_ids[: q + 1]
+                found = slots.get(slot) if slot is not None else None
+                if found is not None and found[0] == q and found[1] == want:
+                    continue
+                where = "outside its block table" if slot is None else f"slot {slot}"
+                held = (
+                    "nothing" if found is None
+                    else f"position {found[0]} of {_show(found[1])} (written for {found[2]} "
+                    f"at step {found[3]})"
+                )  # fmt: skip
+                yield Violation(
+                    "E2", step.step, "model runner",
+                    f"{seq.name} attends to position {q} at {where}, which holds {held}, "
+                    f"not position {q} of its own {_show(want)}", (seq.name,),
+                )  # fmt: skip
+                break  # one per sequence per step: the first wrong read tells the story
+
+
+def span(seq: Scheduled) -> tuple[int, int]:
+    """The positions this step computes for `seq`: [num_cached, num_cached + n)."""
+    return seq.num_cached, seq.num_cached + seq.num_scheduled
+
+
+def _slot(seq: Scheduled, p: int, block_size: int) -> int | None:
+    index = p // block_size
+    if not 0 <= index < len(seq.block_table):
+        return None
+    return seq.block_table[index] * block_size + p % block_size
+
+
+def _last_slot(seq: Scheduled, p: int, block_size: int) -> int | None:
+    if not seq.block_table:
+        return None
+    return seq.block_table[-1] * block_size + p % block_size
+
+
+def _show(tokens: tuple[int, ...]) -> str:
+    return "[" + " ".join(map(str, tokens)) + "]"

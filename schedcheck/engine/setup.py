@@ -1,0 +1,307 @@
+"""What schedcheck reads of an engine before any of its code runs: where its package is,
+its `Config`'s fields and defaults, and which model runner its generation has.
+
+All of it is read as text (Python's `ast`), in the checking process: the engine's code
+cannot steer it, and nothing here needs torch or transformers. What is read is printed on
+the report's first lines and each part can be set by the user (`--package`, `--config`,
+`--runner`), so a wrong guess is visible and fixable.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schedcheck.engine.runner import RUNNERS
+
+# The modules the driver imports from the package (and sampling_params.py where it is).
+MODULES = ("engine/sequence.py", "engine/block_manager.py", "engine/scheduler.py")
+# The Config fields every workload sets itself (docs/engines.md): --config cannot.
+DRAWN = ("max_num_seqs", "max_num_batched_tokens", "kvcache_block_size", "num_kvcache_blocks",
+         "eos", "max_model_len")  # fmt: skip
+
+
+class SetupError(ValueError):
+    """The engine cannot be set up as given: a usage error (exit 2), never a verdict."""
+
+
+@dataclass(frozen=True)
+class EngineSetup:
+    """Everything decided about an engine before it runs, as plain data (sent to its worker
+    with every run, printed in the report)."""
+
+    root: str  # the folder holding the package
+    package: str  # nanovllm, or a fork's own name
+    runner: str  # a name of RUNNERS
+    runner_from: str  # how it was decided, in words
+    config: dict[str, Any] = field(default_factory=dict)  # Config fields with a value
+    unset: tuple[str, ...] = ()  # Config fields with none (read: a usage error naming it)
+    config_from: str = ""
+    options: tuple[str, ...] = ()  # the command-line options that reproduce this setup
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"root": self.root, "package": self.package, "runner": self.runner,
+                "runner_from": self.runner_from, "config": self.config,
+                "unset": list(self.unset), "config_from": self.config_from,
+                "options": list(self.options)}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EngineSetup:
+        return cls(str(data["root"]), str(data["package"]), str(data["runner"]),
+                   str(data["runner_from"]), dict(data["config"]),
+                   tuple(map(str, data["unset"])), str(data["config_from"]),
+                   tuple(map(str, data["options"])))  # fmt: skip
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.root) / self.package
+
+
+def locate(path: str | None, package: str | None) -> tuple[Path, str]:
+    """(the folder holding the package, the package's name) for PATH as the user gave it: a
+    checkout, a site-packages folder, the package folder itself, or a wheel; or, with no
+    PATH, the installed package `package` (found without importing it)."""
+    if path is None:
+        if package is None:
+            raise SetupError("give a PATH (a checkout, a wheel, a site-packages folder) or "
+                             "--package NAME of an installed engine")  # fmt: skip
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise SetupError(f"no installed package named {package!r} (--package)")
+        return Path(next(iter(spec.submodule_search_locations))).parent, package
+    where = Path(path)
+    if where.is_file() and where.suffix == ".whl":
+        unpacked = Path(tempfile.mkdtemp(prefix="schedcheck-wheel-"))
+        with zipfile.ZipFile(where) as wheel:
+            wheel.extractall(unpacked)  # data only: nothing of it runs here
+        where = unpacked
+    if not where.is_dir():
+        raise SetupError(f"{path} is neither a folder nor a wheel")
+    if package is None and _is_package(where):
+        return where.resolve().parent, where.resolve().name
+    if package is not None:
+        if not (where / package).is_dir():
+            raise SetupError(f"{path} holds no folder {package!r} (--package)")
+        return where.resolve(), package
+    found = sorted(d.name for d in where.iterdir() if d.is_dir() and _is_package(d))
+    if not found:
+        deeper = _packages_below(where)
+        hint = (f"; below it: {', '.join(deeper)} (give the folder holding one as PATH)"
+                if deeper else "")  # fmt: skip
+        raise SetupError(f"{path} is not a nano-vllm checkout: no nanovllm/ (or other "
+                         f"package) holding engine/scheduler.py{hint}")  # fmt: skip
+    if len(found) > 1 and "nanovllm" not in found:
+        raise SetupError(f"{path} holds several engines ({', '.join(found)}): name one "
+                         "with --package")  # fmt: skip
+    return where.resolve(), "nanovllm" if "nanovllm" in found else found[0]
+
+
+def _is_package(folder: Path) -> bool:
+    return (folder / "engine" / "scheduler.py").is_file()
+
+
+def _packages_below(where: Path, depth: int = 4, most: int = 5) -> list[str]:
+    """Engine packages a few folders down (a src/ layout, a repository of variants)."""
+    found: list[str] = []
+    level = [where]
+    for _ in range(depth):
+        level = [d for f in level for d in sorted(f.iterdir())
+                 if d.is_dir() and not d.name.startswith((".", "__"))]  # fmt: skip
+        found += [str(d.relative_to(where)) for d in level if _is_package(d)]
+        if len(found) >= most:
+            break
+    return found[:most]
+
+
+def missing_modules(root: Path, package: str) -> list[str]:
+    return [f"{package}/{m}" for m in MODULES if not (root / package / m).is_file()]
+
+
+def read_config(source: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The fields of `class Config` in config.py's text: those with a literal default, and
+    those without one (no default, or one only running code would give)."""
+    values: dict[str, Any] = {}
+    unset: list[str] = []
+    if source is None:
+        return values, ()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return values, ()
+    config = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
+                   and n.name == "Config"), None)  # fmt: skip
+    if config is None:
+        return values, ()
+    for node in config.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            name, default = node.target.id, node.value
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1
+              and isinstance(node.targets[0], ast.Name)):  # fmt: skip
+            name, default = node.targets[0].id, node.value
+        else:
+            continue
+        ok, value = _literal(default)
+        if ok:
+            values[name] = value
+        else:
+            unset.append(name)
+    return values, tuple(unset)
+
+
+def _literal(node: ast.expr | None) -> tuple[bool, Any]:
+    """A default as plain JSON data, if it is one: a literal, `field(default=...)` or
+    `field(default_factory=list/dict)`."""
+    if node is None:
+        return False, None
+    if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) \
+            == "field":  # fmt: skip
+        for kw in node.keywords:
+            if kw.arg == "default":
+                return _literal(kw.value)
+            factory = kw.value.id if isinstance(kw.value, ast.Name) else ""
+            if kw.arg == "default_factory" and factory in ("list", "dict"):
+                return True, [] if factory == "list" else {}
+        return False, None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+    try:
+        return True, json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return False, None
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """`--config KEY=VALUE`: VALUE a Python literal (2, True, 'x', None), else a string."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise SetupError(f"--config {text!r}: expected KEY=VALUE, e.g. "
+                         "enable_chunked_prefill=True")  # fmt: skip
+    if key in DRAWN:
+        raise SetupError(f"--config {key}: schedcheck draws {key} for every workload itself "
+                         f"(the fields it sets: {', '.join(DRAWN)})")  # fmt: skip
+    ok, value = _literal(_expression(raw))
+    return key, value if ok else raw
+
+
+def _expression(raw: str) -> ast.expr | None:
+    try:
+        return ast.parse(raw.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def detect_runner(root: Path, package: str) -> tuple[str, str]:
+    """The runner of the engine's generation, read off its model_runner.py's
+    `prepare_prefill` (what nano-vllm's own runner does): (name, how it was decided)."""
+    runner = root / package / "engine" / "model_runner.py"
+    where = f"{package}/engine/model_runner.py"
+    if runner.is_file():
+        text = runner.read_text(errors="replace")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            tree = None
+        functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] if tree else []
+        prefill = next((f for f in functions if f.name.startswith("prepare_prefill")), None)
+        unified = next((f for f in functions if f.name == "prepare_model_input"), None)
+        if prefill is None and unified is not None and "num_new_tokens" in (
+                ast.get_source_segment(text, unified) or ""):  # fmt: skip
+            return "mixed", (f"{where}: one prepare_model_input computes num_new_tokens from "
+                             "num_cached_tokens for every sequence")  # fmt: skip
+        if prefill is not None:
+            body = ast.get_source_segment(text, prefill) or ""
+            if "scheduled_prefill_start" in body:
+                return "window", (f"{where}: prepare_prefill computes from "
+                                  "scheduled_prefill_start to scheduled_prefill_end")  # fmt: skip
+            if "num_scheduled_tokens" not in body:
+                return "whole", f"{where}: prepare_prefill computes every token to the end"
+            if "min(seq.num_cached_tokens" in body.replace(" ", ""):
+                return "chunked-clamped", (f"{where}: prepare_prefill starts at "
+                                           "min(num_cached_tokens, len(seq)-1)")  # fmt: skip
+            return "chunked", f"{where}: prepare_prefill computes num_scheduled_tokens"
+    sequence = root / package / "engine" / "sequence.py"
+    if sequence.is_file() and "num_scheduled_tokens" in sequence.read_text(errors="replace"):
+        return (
+            "chunked",
+            f"guessed: no prepare_prefill in {where}; Sequence has num_scheduled_tokens",
+        )
+    return "whole", f"guessed: no prepare_prefill in {where}; Sequence has no num_scheduled_tokens"
+
+
+def runner_writes(root: Path, package: str) -> list[str]:
+    """The Sequence fields the engine's model runner writes while it runs a step (in `run`
+    and the `prepare_*` functions; warmup is outside a step): state a simulated runner
+    cannot know to change, so such an engine cannot be driven (e.g. a runner that advances
+    `num_computed_tokens` itself)."""
+    source = root / package / "engine" / "model_runner.py"
+    try:
+        tree = ast.parse(source.read_text(errors="replace")) if source.is_file() else None
+    except SyntaxError:
+        return []
+    written: list[str] = []
+    for fn in ast.walk(tree) if tree else ():
+        if not isinstance(fn, ast.FunctionDef) or not (
+            fn.name == "run" or fn.name.startswith("prepare_")
+        ):
+            continue
+        for node in ast.walk(fn):
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, ast.AugAssign) else [])  # fmt: skip
+            for t in targets:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and (t.value.id == "seq" and f"{t.attr} in {fn.name}()" not in written)
+                ):
+                    written.append(f"{t.attr} in {fn.name}()")
+    return written
+
+
+def read_setup(
+    path: str | None,
+    package: str | None = None,
+    config: list[str] | None = None,
+    runner: str | None = None,
+) -> EngineSetup:
+    """The engine at PATH as the command line gives it; SetupError for a usage error."""
+    root, name = locate(path, package)
+    missing = missing_modules(root, name)
+    if missing:
+        raise SetupError(f"{root} is not a nano-vllm checkout: no {', '.join(missing)}")
+    written = runner_writes(root, name)
+    if written:
+        raise SetupError(
+            f"{root / name} cannot be driven: its model runner changes the sequences it runs "
+            f"({', '.join(written)}, in {name}/engine/model_runner.py), which schedcheck's "
+            'simulated runner does not know to do (docs/engines.md, "Checking a fork")'
+        )
+    source = root / name / "config.py"
+    values, unset = read_config(source.read_text(errors="replace") if source.is_file() else None)
+    config_from = (f"{name}/config.py: {len(values) + len(unset)} fields read"
+                   if source.is_file() else f"no {name}/config.py")  # fmt: skip
+    options: list[str] = []
+    if package is not None:
+        options += ["--package", package]
+    for text in config or []:
+        key, value = parse_option(text)
+        values[key] = value
+        unset = tuple(u for u in unset if u != key)
+        options += ["--config", text]
+    if runner is None:
+        runner, runner_from = detect_runner(root, name)
+    elif runner not in RUNNERS:
+        raise SetupError(f"--runner {runner}: not one of {', '.join(RUNNERS)}")
+    else:
+        runner_from = "set with --runner"
+        options += ["--runner", runner]
+    return EngineSetup(str(root), name, runner, runner_from, values, unset, config_from,
+                       tuple(options))  # fmt: skip

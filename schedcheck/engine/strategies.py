@@ -1,0 +1,113 @@
+"""Engine workloads that reach the hard parts of a real engine's scheduler, and labels that
+show they do (docs/engines.md).
+
+Prompts are drawn over a tiny vocabulary from one or two shared stems, so prefixes repeat:
+prefix-cache hits, whole-prompt hits, and hits on blocks that sit in the free list. Block
+sizes of 2 to 4 and pools just above the largest request's need force preemption,
+re-prefill after it and chunked prefill; arrivals spread over steps; eos comes from the
+token function (sometimes), and some requests ignore it. Everything shrinks toward fewer
+requests, shorter prompts, earlier arrivals and smaller configs.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+
+MAX_REQUESTS = 5
+
+PREFIX_HIT = "prefix-cache hit"
+WHOLE_PROMPT_HIT = "every full block of a prompt cached"
+FREE_BLOCK_HIT = "hit on a freed block (free list or cached)"
+PREEMPTION = "preemption"
+REPREFILL = "re-prefill after preemption, with output"
+CHUNKED = "chunked prefill"
+MID_RUN = "mid-run arrival"
+EOS_FINISH = "finish by eos"
+IGNORED_EOS = "eos ignored (ignore_eos)"
+LABELS = (PREFIX_HIT, WHOLE_PROMPT_HIT, FREE_BLOCK_HIT, PREEMPTION, REPREFILL, CHUNKED,
+          MID_RUN, EOS_FINISH, IGNORED_EOS)  # fmt: skip
+
+_TOKENS = st.integers(1, 3)
+
+
+@st.composite
+def engine_workloads(
+    draw: st.DrawFn, max_requests: int = MAX_REQUESTS, whole_prefill: bool = False
+) -> EngineWorkload:
+    """`whole_prefill` for an engine that does not chunk prefills (nano-vllm before
+    8d63a98, and forks): a prefill computes a sequence to its end in one step, so the
+    budget must hold the longest one (a prompt and the output a preempted sequence
+    re-prefills with), as nano-vllm's config asserted."""
+    vocab = draw(st.integers(1, 3))
+    tokens = st.integers(1, vocab)
+    stems = draw(st.lists(st.lists(tokens, min_size=1, max_size=8), min_size=1, max_size=2))
+    count = draw(st.integers(1, max_requests))
+    arrivals = sorted(draw(st.lists(st.integers(1, 4), min_size=count, max_size=count)))
+    requests = []
+    for i, arrival in enumerate(arrivals, start=1):
+        stem = draw(st.sampled_from(stems))
+        prompt = stem[: draw(st.integers(0, len(stem)))] + draw(st.lists(tokens, max_size=3))
+        requests.append(EngineRequest(
+            f"r{i}", tuple(prompt or [1]), draw(st.integers(1, 5)), draw(st.booleans()), arrival,
+        ))  # fmt: skip
+    # nano-vllm never sees a block of one token: its Config asserts a multiple of 256, and
+    # its `len(seq) % block_size == 1` (a new block at a boundary) never fires at size 1.
+    block_size = draw(st.integers(2, 4))
+    need = max(r.peak_blocks(block_size) for r in requests)
+    seqs = draw(st.integers(1, 4))
+    # An engine that does not chunk prefills admits no prompt over the budget (nano-vllm
+    # asserted max_num_batched_tokens >= max_model_len then): the budget holds the longest
+    # sequence, a re-prefill after preemption included.
+    longest = max(len(r.prompt) + r.max_tokens for r in requests) if whole_prefill else 1
+    config = EngineConfig(
+        num_blocks=draw(st.integers(need, need + 6)),
+        block_size=block_size,
+        max_num_seqs=seqs,
+        # A decode step gives every running sequence a token up to max_num_seqs, without
+        # looking at the token budget: valid configs keep the budget at least that large.
+        max_num_batched_tokens=draw(st.integers(max(seqs, longest), max(12, longest))),
+    )
+    return EngineWorkload(config, tuple(requests), vocab, draw(st.sampled_from([2, 0, 5])))
+
+
+def observe(trace: EngineTrace) -> set[str]:
+    """Which of the hard parts this run reached (read off the trace)."""
+    seen: set[str] = set()
+    prompts = {r.name: r.prompt for r in trace.workload.requests}
+    bs = trace.workload.config.block_size
+    if any(r.arrival > 1 for r in trace.workload.requests):
+        seen.add(MID_RUN)
+    started: set[str] = set()
+    previous = None
+    for step in trace.steps:
+        for seq in step.scheduled:
+            output = len(seq.token_ids) - len(prompts[seq.name])
+            if step.is_prefill and seq.name not in started and seq.num_cached > 0:
+                seen.add(PREFIX_HIT)
+                if seq.num_cached >= (len(seq.token_ids) - 1) // bs * bs:
+                    seen.add(WHOLE_PROMPT_HIT)
+                freed: set[int] = set() if previous is None else {*previous.free, *previous.cached}
+                if set(seq.block_table[: seq.num_cached // bs]) & freed:
+                    seen.add(FREE_BLOCK_HIT)
+            if step.is_prefill and seq.num_cached + seq.num_scheduled < len(seq.token_ids):
+                seen.add(CHUNKED)
+            if step.is_prefill and output > 0:
+                seen.add(REPREFILL)
+            started.add(seq.name)
+        after = step.after_postprocess
+        if after is not None:
+            for name, status in after.status.items():
+                if status == "WAITING" and name in started and not after.tables[name]:
+                    seen.add(PREEMPTION)
+                    started.discard(name)
+            previous = after
+    for request in trace.workload.requests:
+        out = trace.outputs.get(request.name, ())
+        if out and out[-1] == 0 and not request.ignore_eos:
+            seen.add(EOS_FINISH)
+        if request.ignore_eos and 0 in out[:-1]:
+            seen.add(IGNORED_EOS)
+    return seen

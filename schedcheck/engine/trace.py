@@ -1,0 +1,156 @@
+"""What a run of an engine showed: plain values copied out at every step.
+
+Per step: the scheduled sequences as the model runner sees them (where their computation
+starts, how many tokens, their tokens and block tables), what each one's pickled copy
+carried (what nano-vllm's tensor-parallel workers receive), the tokens sampled, and the
+block pool after schedule() and after postprocess(). Nothing here is the engine's object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from schedcheck.engine.workload import EngineWorkload
+
+
+class Scheduled(NamedTuple):
+    """One scheduled sequence at schedule() time."""
+
+    name: str
+    num_cached: int  # its computation starts at this position (the runner's rule)
+    num_scheduled: int  # the number of positions it computes (a decode: 1)
+    token_ids: tuple[int, ...]
+    block_table: tuple[int, ...]
+
+
+class Copy(NamedTuple):
+    """What pickle.loads(pickle.dumps(seq)) held; None where the copy had no such field.
+    num_cached and num_scheduled are the two fields the runner reads (Runner.fields:
+    num_cached_tokens and num_scheduled_tokens in nano-vllm)."""
+
+    token_ids: tuple[int, ...] | None
+    last_token: int | None
+    num_cached: int | None
+    num_scheduled: int | None
+    block_table: tuple[int, ...] | None
+    num_tokens: int | None = None  # len(seq) as the copy has it
+
+
+class Block(NamedTuple):
+    ref_count: int
+    hash: int
+    token_ids: tuple[int, ...]
+
+
+class Pool(NamedTuple):
+    """The block manager and every added sequence's block table, at one moment."""
+
+    blocks: tuple[Block, ...]
+    free: tuple[int, ...]  # free_block_ids, in order
+    used: tuple[int, ...]  # used_block_ids, sorted
+    tables: dict[str, tuple[int, ...]]  # every sequence added so far
+    tokens: dict[str, tuple[int, ...]]
+    status: dict[str, str]  # WAITING, RUNNING or FINISHED
+    cached: tuple[int, ...] = ()  # freed but cached, evictable, kept apart from free (sorted)
+
+
+@dataclass(frozen=True)
+class EngineStep:
+    step: int
+    is_prefill: bool
+    scheduled: tuple[Scheduled, ...]
+    copies: tuple[Copy, ...]
+    sampled: tuple[int, ...]
+    after_schedule: Pool
+    after_postprocess: Pool | None  # None when postprocess() raised
+
+
+UNDRIVABLE = "undrivable"  # a stop that is no verdict: the engine is not of nano-vllm's shape
+
+
+@dataclass(frozen=True)
+class EngineFailure:
+    """The run stopped: the engine raised (E6) or did not finish in time (E5); or it could
+    not be driven as nano-vllm's (UNDRIVABLE: a usage error, exit 2, never a verdict)."""
+
+    check: str
+    step: int
+    call: str
+    message: str
+
+
+@dataclass(frozen=True)
+class EngineTrace:
+    workload: EngineWorkload
+    runner: str  # the model runner's rules it was driven with (invariants/engine/runner.py)
+    steps: tuple[EngineStep, ...] = ()
+    outputs: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    failure: EngineFailure | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        def pool(p: Pool | None) -> Any:
+            return None if p is None else {
+                "blocks": [list(b) for b in p.blocks], "free": list(p.free),
+                "used": list(p.used), "tables": p.tables, "tokens": p.tokens,
+                "status": p.status, "cached": list(p.cached),
+            }  # fmt: skip
+
+        return {
+            "workload": self.workload.to_dict(),
+            "runner": self.runner,
+            "steps": [
+                {
+                    "step": s.step,
+                    "is_prefill": s.is_prefill,
+                    "scheduled": [list(x) for x in s.scheduled],
+                    "copies": [list(c) for c in s.copies],
+                    "sampled": list(s.sampled),
+                    "after_schedule": pool(s.after_schedule),
+                    "after_postprocess": pool(s.after_postprocess),
+                }
+                for s in self.steps
+            ],
+            "outputs": {k: list(v) for k, v in self.outputs.items()},
+            "failure": None if self.failure is None else vars(self.failure),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EngineTrace:
+        def tup(x: Any) -> tuple[int, ...] | None:
+            return None if x is None else tuple(int(v) for v in x)
+
+        def pool(p: Any) -> Pool | None:
+            if p is None:
+                return None
+            return Pool(
+                tuple(Block(int(r), int(h), tup(t) or ()) for r, h, t in p["blocks"]),
+                tup(p["free"]) or (), tup(p["used"]) or (),
+                {k: tup(v) or () for k, v in p["tables"].items()},
+                {k: tup(v) or () for k, v in p["tokens"].items()},
+                {k: str(v) for k, v in p["status"].items()},
+                tup(p.get("cached")) or (),
+            )  # fmt: skip
+
+        steps = []
+        for s in data["steps"]:
+            after = pool(s["after_schedule"])
+            assert after is not None
+            steps.append(EngineStep(
+                int(s["step"]), bool(s["is_prefill"]),
+                tuple(Scheduled(str(n), int(c), int(k), tup(t) or (), tup(b) or ())
+                      for n, c, k, t, b in s["scheduled"]),
+                tuple(Copy(tup(t), _int(lt), _int(c), _int(k), tup(b), _int(nt))
+                      for t, lt, c, k, b, nt in s["copies"]),
+                tup(s["sampled"]) or (), after, pool(s["after_postprocess"]),
+            ))  # fmt: skip
+        failure = data["failure"]
+        return cls(
+            EngineWorkload.from_dict(data["workload"]), str(data["runner"]), tuple(steps),
+            {k: tup(v) or () for k, v in data["outputs"].items()},
+            None if failure is None else EngineFailure(**failure),
+        )  # fmt: skip
+
+
+def _int(x: Any) -> int | None:
+    return None if x is None else int(x)

@@ -1,0 +1,100 @@
+"""One engine on one workload: run it, check the trace (E1-E8), say what fired in words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from schedcheck.engine.checks import CATALOGUE, check_engine
+from schedcheck.engine.runner import RUNNERS
+from schedcheck.engine.setup import EngineSetup
+from schedcheck.engine.trace import UNDRIVABLE, EngineTrace
+from schedcheck.engine.workload import EngineWorkload
+from schedcheck.invariants.violation import Violation
+
+
+class Runs(Protocol):
+    """An engine in this process, or in an isolated worker."""
+
+    @property
+    def isolation(self) -> str: ...
+
+    @property
+    def setup(self) -> EngineSetup: ...
+
+    def run(self, workload: EngineWorkload) -> EngineTrace: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class EngineVerdict:
+    trace: EngineTrace
+    violations: list[Violation]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def report(self) -> str:
+        if self.ok:
+            return "all checks hold"
+        return report(self.violations[0], self.trace)
+
+
+class Undrivable(Exception):
+    """The engine cannot be driven as nano-vllm's (a usage error, exit 2): what it lacks."""
+
+
+def verify_engine(
+    engine: Runs, workload: EngineWorkload, checks: list[str] | None = None
+) -> EngineVerdict:
+    """Run `workload` and make `checks` (default: invariants.engine.checks.active())."""
+    trace = engine.run(workload)
+    if trace.failure is not None and trace.failure.check == UNDRIVABLE:
+        raise Undrivable(f"at step {trace.failure.step}, {trace.failure.call}: "
+                         f"{trace.failure.message}")  # fmt: skip
+    return EngineVerdict(trace, check_engine(trace, checks))
+
+
+def report(violation: Violation, trace: EngineTrace) -> str:
+    info = CATALOGUE[violation.check]
+    w, c = trace.workload, trace.workload.config
+    lines = [
+        str(violation),
+        f"  rule ({info.id}): {info.title}",
+        f"  symptom: {info.symptom}",
+        f"  likely bug: {'; or '.join(info.likely_bugs)}",
+        "",
+        "workload:",
+        f"  config: num_kvcache_blocks={c.num_blocks} kvcache_block_size={c.block_size} "
+        f"max_num_seqs={c.max_num_seqs} max_num_batched_tokens={c.max_num_batched_tokens} "
+        "eos=0",
+        "  requests: " + ", ".join(
+            f"{r.name} prompt {list(r.prompt)} max_tokens {r.max_tokens}"
+            + (" ignore_eos" if r.ignore_eos else "") + f" (step {r.arrival})"
+            for r in w.requests),
+        f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
+        f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
+        "",
+        f"steps (runner {trace.runner}; positions computed, block tables):",
+        "| step | phase | scheduled | sampled | free blocks after |",
+        "|---|---|---|---|---|",
+    ]  # fmt: skip
+    for step in trace.steps[: violation.step or len(trace.steps)]:
+        scheduled = ", ".join(
+            f"{s.name} {s.num_cached}..{s.num_cached + s.num_scheduled - 1} {list(s.block_table)}"
+            for s in step.scheduled
+        )
+        pool = step.after_postprocess or step.after_schedule
+        mixed = RUNNERS[trace.runner].decode == "mixed"  # no step-wide phase
+        phase = "mixed" if mixed else "prefill" if step.is_prefill else "decode"
+        cached = f" (cached: {list(pool.cached)})" if pool.cached else ""
+        lines.append(
+            f"| {step.step} | {phase} | {scheduled or '-'} | {list(step.sampled)} | "
+            f"{list(pool.free)}{cached} |"
+        )
+    if trace.failure is None:
+        outputs = ", ".join(f"{n} {list(o)}" for n, o in trace.outputs.items())
+        lines.append(f"\noutputs: {outputs}")
+    return "\n".join(lines)

@@ -1,0 +1,203 @@
+"""Grade submissions: per check group, pass or fail, with a shrunk counterexample each.
+
+One submission: the contract check; the spec's worked examples; then one fixed,
+derandomized sample of workloads run with every check, which says which groups fail; for
+each failing group, a search shrinks a workload that breaks that group. Everything a
+verdict depends on is derandomized and free of timing (but a hang, which is a failure
+whatever the machine), so grading the same files twice gives the same report.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from hypothesis import find
+from hypothesis.errors import NoSuchExample
+
+from schedcheck.faults import CheckerError, SubmissionError
+from schedcheck.invariants.violation import Violation
+from schedcheck.model.workload import Workload
+from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.search.hunt import SEARCH
+from schedcheck.strategies.examples import EXAMPLES
+from schedcheck.strategies.workloads import any_workloads, fixed_sample
+from schedcheck.verdict.html import page
+from schedcheck.verdict.verify import verify
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "contract": ("C1",),
+    "examples": (),  # the spec's worked examples, every check
+    **{check: (check,) for check in ("I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8")},
+    "accounting": ("A1",),
+    "fcfs": ("F1",),
+    "liveness": ("L1",),
+    "differential": ("D1",),
+    "lockstep": ("R1",),
+}
+GROUP_OF = {check: group for group, checks in GROUPS.items() for check in checks}
+SAMPLE_SIZE = 200
+
+
+class OverBudget(Exception):
+    """Grading this submission took longer than its time budget."""
+
+
+def note(message: str) -> dict[str, Any]:
+    """A failure with no workload: the contract, or the grader's own trouble."""
+    return {"check": "", "message": message, "workload": None}
+
+
+def failure(violation: Violation, workload: Workload, steps: int) -> dict[str, Any]:
+    return {
+        "check": violation.check,
+        "message": str(violation),
+        "workload": json.loads(workload.to_json()),
+        "requests": len(workload.requests),
+        "steps": steps,
+    }
+
+
+def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE) -> dict[str, Any]:
+    """The report entry of one submission (see docs/grading.md)."""
+    result: dict[str, Any] = {"path": path, "verdict": "pass", "failures": [],
+                              "checks": dict.fromkeys(GROUPS, "not run")}  # fmt: skip
+    checks, failures = result["checks"], result["failures"]
+    worker = Isolated(path, limits)
+    deadline = time.monotonic() + budget
+    try:
+        worker.start()
+    except SubmissionError as e:
+        result["isolation"] = worker.isolation or "unknown"
+        checks["contract"] = "fail"
+        failures.append({**note(str(e)), "check": "C1"})
+        result["verdict"] = "fail"
+        return result
+    except CheckerError as e:  # ours, as `schedcheck check`'s exit 3 (harness/faults.py)
+        return {**result, "verdict": "error", "failures": [note(str(e))]}
+    result["isolation"] = worker.isolation  # the level in effect (docs/isolation.md)
+    failing: dict[str, Workload] = {}
+    try:
+        checks["examples"] = "pass"
+        for workload in EXAMPLES.values():
+            verdict = verify(worker, workload)
+            if verdict.ok:
+                continue
+            checks["examples"] = "fail"
+            failures.append(failure(verdict.violations[0], workload, len(verdict.trace.steps)))
+            if verdict.violations[0].check == "C1":
+                # It cannot even run the spec's examples: nothing else can be judged.
+                checks["contract"] = result["verdict"] = "fail"
+                result["page_html"] = page(worker, workload)
+                return result
+            break
+        completed = 0
+        for workload in fixed_sample(size):
+            if time.monotonic() > deadline:
+                raise OverBudget
+            violations = verify(worker, workload).violations
+            completed += all(v.check != "C1" for v in violations)
+            for v in violations:
+                failing.setdefault(GROUP_OF[v.check], workload)
+        # A group only passes on evidence: most of the sample must have run to the end.
+        judged = completed * 2 >= size
+        for group in GROUPS:
+            if group != "examples":
+                checks[group] = "fail" if group in failing else "pass" if judged else "not run"
+        shrunk: list[Workload] = []
+        for group in sorted(failing, key=list(GROUPS).index):
+            failures.append(shrink(worker, group, deadline, shrunk))
+        drawn = next((f for f in failures if f.get("workload")), None)
+        if drawn is not None:
+            result["page_html"] = page(worker, Workload.from_dict(drawn["workload"]))
+    except CheckerError as e:
+        return {**result, "verdict": "error", "failures": [note(str(e))]}
+    except OverBudget:
+        if not failing and checks["examples"] != "fail":  # no evidence either way: ours
+            result["verdict"] = "error"
+            failures.append(note(f"grading took over {budget:g} s"))
+            return result
+        # What failed did fail (a submission that hangs spends the budget on its hangs):
+        # a verdict on that evidence, and what was not reached is not judged.
+        for group in failing:
+            checks[group] = "fail"
+        failures.append(note(f"grading stopped at its {budget:g} s budget; groups marked "
+                             "'not run' were not judged"))  # fmt: skip
+        result["verdict"] = "fail"
+        return result
+    finally:
+        worker.stop()
+    if any(state == "fail" for state in checks.values()):
+        result["verdict"] = "fail"
+    return result
+
+
+def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]) -> dict[str, Any]:
+    """The smallest workload the search finds that breaks `group`, and what broke.
+
+    One bug often breaks several groups: a workload already shrunk for an earlier group
+    that breaks this one too is reported again (small already) instead of a new search.
+    `shrunk` collects them."""
+
+    checks = GROUPS[group]  # only these: no twin run unless D1, no reference unless R1
+
+    def breaks(workload: Workload) -> bool:
+        if time.monotonic() > deadline:
+            raise OverBudget
+        return not verify(worker, workload, checks).ok
+
+    workload = next((w for w in shrunk if breaks(w)), None)
+    if workload is None:
+        try:
+            workload = find(any_workloads(), breaks, settings=SEARCH)
+        except NoSuchExample:  # the sample found one the search does not reach: keep that
+            return {**note("failed on the sample; the search did not reach it"), "check": group}
+        shrunk.append(workload)
+    verdict = verify(worker, workload, checks)
+    violation = verdict.violations[0]
+    return failure(violation, workload, len(verdict.trace.steps))
+
+
+def grade_many(
+    paths: list[str], jobs: int, limits: Limits, budget: float, size: int = SAMPLE_SIZE
+) -> list[dict[str, Any]]:
+    """Grade `paths` `jobs` at a time, each in processes of its own; report in path order."""
+    context = get_context("spawn")  # a fresh interpreter per grader: nothing is shared
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {p: pool.submit(grade_one, p, limits, budget, size) for p in paths}
+        results = []
+        for path, future in futures.items():
+            try:
+                results.append(future.result())
+            except Exception as e:  # the grader itself broke on this one
+                results.append(
+                    {"path": path, "verdict": "error", "checks": {}, "failures": [note(repr(e))]}
+                )
+    return results
+
+
+def discover(targets: list[str]) -> list[str]:
+    """Submission files: each *.py given, each *.py in a directory given, and each
+    p07_scheduler.py one folder down (one folder per student)."""
+    found: set[Path] = set()
+    for target in map(Path, targets):
+        if target.is_file():
+            found.add(target.resolve())
+        elif target.is_dir():
+            found.update(p.resolve() for p in target.glob("*.py"))
+            found.update(p.resolve() for p in target.glob("*/p07_scheduler.py"))
+        else:
+            raise FileNotFoundError(f"no submission file or folder at {target}")
+    return sorted(map(str, found))
+
+
+def shard(paths: list[str], spec: str) -> list[str]:
+    """The K-th of N deterministic shares ("K/N", K from 1) of the sorted paths."""
+    k, n = (int(x) for x in spec.split("/"))
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard must be K/N with 1 <= K <= N, got {spec}")
+    return [p for i, p in enumerate(sorted(paths)) if i % n == k - 1]

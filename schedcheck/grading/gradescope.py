@@ -1,0 +1,81 @@
+"""Gradescope's `results.json` from one graded submission (harness/grading/grade.py's entry).
+
+One Gradescope test per check group of `grade`'s report.json, in the same order, each worth
+an equal share of the points: partial credit by group. A failing group's output is its
+shrunk counterexample and how to replay it. Schema: Gradescope's autograder
+specification (`score`, `execution_time`, `output`, `tests`: `name`, `number`, `score`,
+`max_score`, `status`, `output`, `visibility`). A grading that ended in our own error
+writes no file: Gradescope then says the autograder failed, which is the truth, instead
+of a score the student did not earn or lose.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schedcheck.grading.grade import GROUPS
+from schedcheck.invariants.violation import CATALOGUE
+
+VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def title(group: str) -> str:
+    checks = GROUPS[group]
+    if not checks:
+        return "examples: the spec's worked examples, step for step"
+    return f"{group}: {CATALOGUE[checks[0]].title}"
+
+
+def results(
+    entry: dict[str, Any], seconds: float, points: float = 100.0, visibility: str = "visible"
+) -> dict[str, Any]:
+    """The results.json of `entry` (verdict pass or fail; never error)."""
+    if entry["verdict"] not in ("pass", "fail"):
+        raise ValueError(f"verdict {entry['verdict']!r}: no score to give")
+    share = round(points / len(GROUPS), 4)
+    tests: list[dict[str, Any]] = []
+    for number, group in enumerate(GROUPS, 1):
+        state = entry["checks"].get(group, "not run")
+        tests.append({
+            "name": title(group),
+            "number": str(number),
+            "score": share if state == "pass" else 0.0,
+            "max_score": share,
+            "status": "passed" if state == "pass" else "failed",
+            "output": _output(entry, group, state),
+            "visibility": visibility,
+        })  # fmt: skip
+    score = round(sum(t["score"] for t in tests), 2)
+    passed = sum(t["status"] == "passed" for t in tests)
+    return {
+        "score": score,
+        "execution_time": round(seconds),
+        "output": f"schedcheck: {passed} of {len(tests)} check groups pass "
+        f"(isolation: {entry.get('isolation', 'unknown')}).",
+        "visibility": visibility,
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def _output(entry: dict[str, Any], group: str, state: str) -> str:
+    if state == "pass":
+        return "passes on the spec's examples and the whole sample"
+    if state == "not run":
+        return "not run: the submission could not be driven far enough to judge this"
+    checks = GROUPS[group] or tuple(CATALOGUE)
+    found = next((f for f in entry["failures"] if f.get("check") in (*checks, group)), None)
+    if found is None:
+        return "fails (see the other groups' counterexamples)"
+    text = str(found["message"])
+    if found.get("workload") is not None:
+        text += (
+            "\n\nthe smallest workload found; save it as failing.json and run\n"
+            "  schedcheck check p07_scheduler.py --replay failing.json\n\n"
+            + json.dumps(
+                {"check": found["check"], "note": found["message"], "workload": found["workload"]},
+                indent=1,
+            )
+        )
+    return text

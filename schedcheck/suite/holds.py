@@ -1,0 +1,119 @@
+"""What every property does with one workload: run the checks, fail with the whole report."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import target
+from hypothesis.control import currently_in_test_context
+
+from schedcheck.drive.impl import Implementation
+from schedcheck.invariants.violation import Violation
+from schedcheck.model.regression import Regression
+from schedcheck.model.trace import Trace
+from schedcheck.model.workload import Workload
+from schedcheck.verdict.report import replay_hints
+from schedcheck.verdict.verify import verify
+
+PROGRESS = "SCHEDCHECK_PROGRESS"  # a folder: one byte per example, in a file per stage
+FOUND = "SCHEDCHECK_FOUND"  # a folder: a file per test that found a failure, per stage
+ORDER = "SCHEDCHECK_STAGES"  # the stage files in order; a trailing "!": stop at its first
+
+
+def assert_holds(impl: Implementation, workload: Workload, checks: tuple[str, ...]) -> Trace:
+    """Run `checks` on `impl`; fail with the full report and a way to replay it."""
+    give_way()
+    verdict = verify(impl, workload, checks)
+    tick()
+    final = verdict.trace.final()
+    if final is not None and currently_in_test_context():
+        target(float(final.num_preemptions), label="preemptions")  # toward storms
+    if not verdict.ok:
+        found()
+        saved = save_failure(workload, verdict.violations[0])
+        verdict.require(replay_hints(impl.label, workload, saved))
+    return verdict.trace
+
+
+def tick() -> None:
+    """Count one example for `schedcheck check`'s progress line: a byte appended to the
+    stage's file in the folder SCHEDCHECK_PROGRESS names (one write, atomic between xdist's
+    processes)."""
+    where, test = os.environ.get(PROGRESS), _current()
+    if where and test:
+        fd = os.open(Path(where, _stage(test)), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b".")
+        finally:
+            os.close(fd)
+
+
+# `schedcheck check` runs its stages in one pytest session (one start-up, both cores busy to
+# the end) and keeps their order with two rules: a test gives way (is skipped) once a test
+# of an earlier stage has found a failure, and, in a stage marked "!", once another test of
+# its own stage has. A failure is announced when it is found, before it is shrunk, so a
+# later stage stops within one example, never after an earlier stage's shrinking.
+
+
+def found(test: str = "") -> None:
+    """Announce that the current test (or `test`, a node id) has found a failure (a no-op
+    outside `check`)."""
+    where, test = os.environ.get(FOUND), test or _current()
+    if where and test:
+        folder = Path(where, _stage(test))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / hashlib.sha1(test.encode()).hexdigest()).touch()
+
+
+def give_way() -> None:
+    """Skip the current test if an earlier stage (or, in a "!" stage, another test of this
+    one) has found a failure. Called before each example: pytest's Skipped is not an
+    Exception, and Hypothesis lets it through, shrinking or not."""
+    where, test = os.environ.get(FOUND), _current()
+    if not where or not test:
+        return
+    me, mine = _stage(test), hashlib.sha1(test.encode()).hexdigest()
+    for stage in os.environ.get(ORDER, "").split():
+        name, serial = stage.rstrip("!"), stage.endswith("!")
+        try:
+            others = [f for f in os.listdir(Path(where, name)) if name != me or f != mine]
+        except OSError:
+            others = []
+        if name == me:
+            if serial and others:
+                pytest.skip("another worked example failed")
+            return
+        if others:
+            pytest.skip("an earlier stage failed")
+
+
+_running = ["", ""]  # the running test's file name and node id, set by the plugin
+
+
+def running(file: str, test: str) -> None:
+    """Note the test about to run (its file names its stage): schedcheck/plugin.py."""
+    _running[:] = [file, test]
+
+
+def _current() -> str:
+    return _running[1]
+
+
+def _stage(test: str) -> str:
+    return _running[0] if test == _running[1] else test.split("::", 1)[0].rsplit("/", 1)[-1]
+
+
+def save_failure(workload: Workload, violation: Violation) -> Path | None:
+    """Write the workload where SCHEDCHECK_SAVE_FAILURES says, one file per check, in the
+    regression corpus's format. Hypothesis runs the shrunk example last: the file keeps it.
+    """
+    where = os.environ.get("SCHEDCHECK_SAVE_FAILURES")
+    if not where:
+        return None
+    path = Path(where) / f"{violation.check}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(Regression(workload, violation.check, str(violation)).to_json())
+    return path

@@ -1,0 +1,74 @@
+"""The property suite: Hypothesis drives the implementation under test (`--impl`).
+
+Each property reports the behaviours its workload exercises with `hypothesis.event`
+(see them with `--hypothesis-show-statistics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import event, example, given
+
+from schedcheck.drive.impl import Implementation
+from schedcheck.drive.loader import REFERENCE
+from schedcheck.model.regression import load_corpus
+from schedcheck.model.workload import Workload
+from schedcheck.strategies.coverage import observe
+from schedcheck.strategies.workloads import any_workloads
+from schedcheck.suite.holds import assert_holds
+
+INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1")
+
+
+CORPUS = load_corpus(Path(__file__).parent / "regressions")
+
+
+def replaying_the_corpus(test: Callable[..., None]) -> Callable[..., None]:
+    """Every regression of suite/regressions/ as an explicit example: run before any
+    random generation, on every run."""
+    for regression in reversed(CORPUS):
+        test = example(workload=regression.workload)(test)
+    return test
+
+
+def label(workload: Workload) -> None:
+    for behaviour in sorted(observe(workload)):
+        event(behaviour)
+
+
+@replaying_the_corpus
+@given(workload=any_workloads())
+def test_invariants_hold_at_every_step(impl: Implementation, workload: Workload) -> None:
+    """I1-I7, A1, F1 after every call; L1 at the end; no contract failure (C1)."""
+    label(workload)
+    assert_holds(impl, workload, INVARIANTS)
+
+
+@replaying_the_corpus
+@given(workload=any_workloads())
+def test_preemption_never_changes_the_output(impl: Implementation, workload: Workload) -> None:
+    """D1: outputs are the model's, and a run with blocks for everything agrees."""
+    label(workload)
+    assert_holds(impl, workload, ("C1", "D1"))
+
+
+@pytest.fixture(scope="session")
+def submission(impl: Implementation) -> Implementation:
+    """The implementation under test, when it is not the reference itself. Skipping here,
+    before Hypothesis starts, keeps a skip from being reported as a failing example.
+    Session-scoped like `impl`: Hypothesis refuses a function-scoped fixture in a @given
+    test (health check function_scoped_fixture), which failed every correct submission."""
+    if impl.label == REFERENCE:
+        pytest.skip("R1 compares an implementation with the reference: here they are one")
+    return impl
+
+
+@replaying_the_corpus
+@given(workload=any_workloads())
+def test_lockstep_with_the_reference(submission: Implementation, workload: Workload) -> None:
+    """R1: every call returns and leaves what the reference's does."""
+    label(workload)
+    assert_holds(submission, workload, ("C1", "R1"))

@@ -1,0 +1,131 @@
+"""A failure in words a student reads: the check, the spec's symptom, the workload, the trace.
+
+The trace table follows the spec's own tables: per sequence
+`num_computed/num_tokens/num_blocks` and the output, then blocks_used, waiting, finished.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from schedcheck.invariants.violation import CATALOGUE, Violation
+from schedcheck.model.trace import State, Trace, show_schedule
+from schedcheck.model.workload import Workload
+
+STATUS_MARK = {"WAITING": "W", "RUNNING": "R", "FINISHED": "F"}
+MAX_ROWS_OF_STEPS = 12
+MAX_SEQ_COLUMNS = 8
+
+
+def explain(violation: Violation) -> str:
+    """The check's message, what the spec says of it, and the likely bug."""
+    info = CATALOGUE[violation.check]
+    bugs = "; ".join(info.likely_bugs)
+    return (
+        f"{violation}\n"
+        f"  rule ({info.id}): {info.title}\n"
+        f"  spec's symptom: {info.symptom}\n"
+        f"  likely bug: {bugs}"
+    )
+
+
+def describe_workload(workload: Workload) -> str:
+    c, m = workload.config, workload.model
+    lines = [
+        f"  config: num_blocks={c.num_blocks} block_size={c.block_size} "
+        f"max_num_seqs={c.max_num_seqs} max_num_batched_tokens={c.max_num_batched_tokens} "
+        f"eos_token_id={c.eos_token_id}",
+        "  requests: "
+        + ", ".join(
+            f"{r.seq_id} (prompt {r.prompt_len}, max {r.max_tokens}, step {r.arrival})"
+            for r in workload.requests
+        ),
+        (
+            "  token model: the spec's examples' (100 * i + len(output) for a<i>)"
+            if m.spec
+            else f"  token model: seed={m.seed} vocab_size={m.vocab_size} "
+            f"eos_per_mille={m.eos_per_mille} eos_at={list(m.eos_at)}"
+            + (f" keys={dict(m.keys)}" if any(k for _, k in m.keys) else "")
+        )
+        + ("; update() is called twice per step" if workload.reupdate else ""),
+    ]
+    return "\n".join(lines)
+
+
+def trace_table(
+    trace: Trace, until_step: int, until_call: str = "", focus: tuple[str, ...] = ()
+) -> str:
+    """The trace's calls up to `until_call` of `until_step`, one row per call, as markdown."""
+    order = [*focus, *(r.seq_id for r in trace.workload.requests if r.seq_id not in focus)]
+    columns = order[:MAX_SEQ_COLUMNS]
+    header = ["step", "call", "returned", *columns, "blocks_used", "waiting", "finished"]
+    rows = []
+    shown = [s for s in trace.steps if s.number <= until_step]
+    if len(shown) > MAX_ROWS_OF_STEPS:
+        rows.append([f"({len(shown) - MAX_ROWS_OF_STEPS} earlier steps not shown)"])
+        shown = shown[-MAX_ROWS_OF_STEPS:]
+    for step in shown:
+        rows.append(_row(step.number, "schedule()", show_schedule(dict(step.schedule)),
+                         step.scheduled, columns))  # fmt: skip
+        for call, update in (("update()", step.update), ("update() again", step.again)):
+            if step.number == until_step and rows[-1][1] == until_call:
+                break
+            if update is not None:
+                rows.append(
+                    _row(step.number, call, str(list(update.finished)), update.after, columns)
+                )
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    if len(order) > len(columns):
+        lines.append(f"({len(order) - len(columns)} more sequences not shown)")
+    return "\n".join(lines)
+
+
+def _row(number: int, call: str, returned: str, state: State, columns: list[str]) -> list[str]:
+    cells = [str(number), call, returned]
+    for seq_id in columns:
+        s = state.seqs.get(seq_id)
+        cells.append(
+            "-" if s is None else
+            f"{STATUS_MARK.get(s.status, '?')} {s.num_computed}/{s.num_tokens}/{s.num_blocks} "
+            f"{list(s.output)}"
+        )  # fmt: skip
+    cells += [str(state.blocks_used), str(list(state.waiting)), str(list(state.finished))]
+    return cells
+
+
+def failure_report(violation: Violation, trace: Trace, output: str = "") -> str:
+    """Everything a student needs to see what broke, from this text alone."""
+    printed = ["what the submission printed:\n" + _indent(output)] if output.strip() else []
+    return "\n\n".join(
+        [
+            explain(violation),
+            "workload:\n" + describe_workload(trace.workload),
+            "trace (cells: status num_computed/num_tokens/num_blocks output; "
+            "W waiting, R running, F finished):\n"
+            + trace_table(trace, violation.step, violation.call, violation.seq_ids),
+            *printed,
+        ]
+    )
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.rstrip().splitlines())
+
+
+def replay_hints(path: str, workload: Workload, saved: Path | None) -> str:
+    """How to re-run this very workload: a command, and a test to paste into a test file."""
+    if saved is not None:
+        lines = ["to re-run exactly this workload:", f"  schedcheck check {path} --replay {saved}"]
+        lines.append("or paste this test into a test file:")
+    else:
+        lines = ["to re-run exactly this workload, paste this test into a test file:"]
+    test = f"""\
+def test_p07_regression():
+    from schedcheck import Workload, open_impl, verify
+
+    workload = Workload.from_json({workload.to_json(indent=None)!r})
+    verdict = verify(open_impl({path!r}), workload)
+    assert verdict.ok, verdict.report()"""
+    lines.append(_indent(test))
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""Check one implementation on one workload: run it, its never-preempting twin, the reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from schedcheck.drive.driver import run
+from schedcheck.drive.impl import Implementation, InProcess
+from schedcheck.drive.loader import REFERENCE, load_impl
+from schedcheck.faults import CheckerError, CheckFailed, rank
+from schedcheck.invariants.checks import CHECKS, check_trace
+from schedcheck.invariants.violation import Violation
+from schedcheck.model.trace import Trace
+from schedcheck.model.workload import Workload
+from schedcheck.verdict.report import failure_report
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the checks found on one workload; `ok` when nothing fired."""
+
+    trace: Trace
+    violations: list[Violation]
+    output: str = ""  # what the implementation printed while running the trace
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def require(self, hints: str = "") -> None:
+        """Raise CheckFailed, with the full report (and `hints`), unless every check held."""
+        if not self.ok:
+            text = f"\n{self.report()}" + (f"\n\n{hints}" if hints else "")
+            first = self.violations[0]
+            raise CheckFailed(first.check, text, rank(first, self.trace.workload))
+
+    def report(self) -> str:
+        if self.ok:
+            return "all checks hold"
+        return failure_report(self.violations[0], self.trace, self.output)
+
+
+def verify(
+    impl: Implementation | ModuleType,
+    workload: Workload,
+    checks: tuple[str, ...] = tuple(CHECKS),
+    lockstep: bool | None = None,
+) -> Verdict:
+    """Run `checks` on `impl`, with only the runs they need: the never-preempting twin for
+    D1, the reference for R1 (by default only where `impl` is not the reference)."""
+    if isinstance(impl, ModuleType):
+        impl = InProcess(impl, getattr(impl, "__file__", None) or impl.__name__)
+    if lockstep is None:
+        lockstep = impl.label != REFERENCE
+    reference = lockstep and "R1" in checks
+    trace, expected = impl.run_while(
+        workload, lambda: run(load_impl(), workload) if reference else None
+    )
+    output = impl.output
+    twin = impl.run(workload.unconstrained()) if "D1" in checks else None
+    if expected is not None and expected.failure is not None:
+        raise CheckerError(f"the reference failed on this workload: {expected.failure}")
+    return Verdict(trace, check_trace(trace, expected, twin, only=checks), output)
