@@ -4,7 +4,8 @@ Run: python -m bench.mutants [--corpus DIR] [NAME ...]
 For each mutant in tests/mutants/ (or those named), `harness.search.hunt` searches for a failing
 workload with the mutant in an isolated worker and shrinks it; the row says which check
 fired first and how small the counterexample is. Prints the table of docs/mutants.md.
-With --corpus, also writes each shrunk workload there as a regression (suite/regressions/).
+With --corpus, also writes each shrunk workload there as a regression
+(schedcheck/suite/regressions/).
 """
 
 from __future__ import annotations

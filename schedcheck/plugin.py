@@ -6,10 +6,10 @@ it looks at the command line's paths: `pytest --impl /anywhere/p07_scheduler.py`
 with any path, relative or absolute, with or without `-n auto`.
 
 In a course's repository, `pytest --impl mine/p07_scheduler.py` runs schedcheck's
-properties (suite/: worked examples, invariants, differential, lockstep, stateful) against
-that file, isolated, beside the course's own tests. A run that names its own paths gets
-only those (add `--pyargs schedcheck.suite` to have ours too). Without `--impl` the plugin
-adds nothing: no test, no marker, no profile loaded.
+properties (schedcheck/suite/: worked examples, invariants, differential, lockstep,
+stateful) against that file, isolated, beside the course's own tests. A run that names
+its own paths gets only those (add `--pyargs schedcheck.suite` to have ours too). Without
+`--impl` the plugin adds nothing: no test, no marker, no profile loaded.
 
 Options: `--impl PATH` (or SCHEDCHECK_IMPL; default "reference", the reference in
 `scheduler/`), `--in-process`, `--call-timeout S`, `--memory-mb MB`. The Hypothesis
@@ -104,7 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _a_checkouts_run(config: pytest.Config) -> bool:
     """Whether this is a schedcheck checkout's own run: this one, or a copy of it (a
     remote xdist worker's)."""
-    return (config.rootpath / "suite" / "holds.py").is_file()
+    return (config.rootpath / "schedcheck" / "suite" / "holds.py").is_file()
 
 
 def _add_the_suite(config: pytest.Config) -> None:
@@ -144,7 +144,7 @@ def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Under `schedcheck check`, a test whose stage must give way is skipped before it starts
-    (suite/holds.py; no effect otherwise)."""
+    (schedcheck/suite/holds.py; no effect otherwise)."""
     holds = _holds()
     holds.running(item.path.name, item.nodeid)
     holds.give_way()

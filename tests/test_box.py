@@ -29,7 +29,7 @@ from tests.workloads import EXAMPLES
 HOSTILE = ROOT / "tests" / "hostile"
 CLASSMATES = ("one_pass", "while_true")
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="a uid of its own needs root")
-CORRECT = "from scheduler import Scheduler, Sequence, SequenceStatus\n"
+CORRECT = "from schedcheck.scheduler import Scheduler, Sequence, SequenceStatus\n"
 
 
 def grade_class(folder: Path, out: Path, *hostile: Path) -> dict[str, dict[str, object]]:
@@ -108,7 +108,10 @@ def test_a_detached_child_dies_with_its_box(tmp_path: Path) -> None:
     assert graded["detacher_graded"]["verdict"] == "pass"
     assert processes_running("detacher_graded.py") == []  # after grade returned
     copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path / "src", "detacher_checked")
-    assert main(["check", str(copy), "--replay", str(ROOT / "suite" / "regressions")]) == 0
+    assert (
+        main(["check", str(copy), "--replay", str(ROOT / "schedcheck" / "suite" / "regressions")])
+        == 0
+    )
     assert processes_running("detacher_checked.py") == []  # after check returned
     worker = Isolated(copy, Limits())
     worker.start()

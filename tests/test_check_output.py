@@ -24,7 +24,9 @@ MACHINERY = ("E   ", "Traceback", "hypothesis", "Falsifying", "pytest", "____", 
 
 
 def outcome(name: str, checks: list[str], step: int, report: str) -> Outcome:
-    return Outcome(f"schedcheck/suite/test_properties.py::{name}", "failed", checks, report, (step, 1, 5))
+    return Outcome(
+        f"schedcheck/suite/test_properties.py::{name}", "failed", checks, report, (step, 1, 5)
+    )
 
 
 def test_the_earliest_failure_is_reported_and_the_others_named(tmp_path: Path) -> None:
@@ -75,8 +77,8 @@ def test_the_worked_examples_stop_at_their_first_failure(tmp_path: Path) -> None
     log = tmp_path / "outcomes.jsonl"
     env = {"SCHEDCHECK_OUTCOMES": str(log), "SCHEDCHECK_FOUND": str(tmp_path / "found"),
            "SCHEDCHECK_STAGES": "test_seed_examples.py! test_properties.py"}  # fmt: skip
-    done = run_pytest("schedcheck/suite/test_seed_examples.py", "schedcheck/suite/test_properties.py", "-n", "0",
-                      "-p", "schedcheck.plugin", "--impl", str(MUTANT), env=env)  # fmt: skip
+    suite = ("schedcheck/suite/test_seed_examples.py", "schedcheck/suite/test_properties.py")
+    done = run_pytest(*suite, "-n", "0", "-p", "schedcheck.plugin", "--impl", str(MUTANT), env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     failed = [o["test"] for o in lines if o["outcome"] == "failed"]

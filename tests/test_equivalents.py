@@ -92,7 +92,14 @@ def test_the_renamed_reference_is_the_reference(subjects: dict[str, Path]) -> No
 def test_replaying_every_regression_passes(
     name: str, subjects: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["check", str(subjects[name]), "--replay", str(ROOT / "suite" / "regressions")])
+    code = main(
+        [
+            "check",
+            str(subjects[name]),
+            "--replay",
+            str(ROOT / "schedcheck" / "suite" / "regressions"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == faults.PASS, out
     assert "every check holds on" in out

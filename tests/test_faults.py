@@ -32,7 +32,8 @@ def check_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
     return subprocess.run(
         [sys.executable, "-m", "schedcheck", "check", str(CORRECT), "-n", "0", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "CI": "true", **env},
+        # tests.inject_fault is this checkout's: importable from its root
+        env={**os.environ, "CI": "true", "PYTHONPATH": str(ROOT), **env},
     )  # fmt: skip
 
 
@@ -65,7 +66,12 @@ def test_a_worker_that_cannot_start_is_ours(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(sys, "executable", "/bin/false")  # the worker's interpreter
-    assert main(["check", str(CORRECT), "--replay", str(ROOT / "suite" / "regressions")]) == 3
+    assert (
+        main(
+            ["check", str(CORRECT), "--replay", str(ROOT / "schedcheck" / "suite" / "regressions")]
+        )
+        == 3
+    )
     err = capsys.readouterr().err
     assert MESSAGE in err and "WorkerError" in err and "before it read the submission" in err
 

@@ -52,9 +52,12 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def over_two_gateways(checkout: Path, *args: str) -> str:
     """Run the selection on two popen gateways working in `checkout`; return the output."""
     gateway = f"popen//chdir={checkout}//python={sys.executable}"
+    # Started from the copy too: a gateway's python imports schedcheck from the folder it
+    # starts in (as a remote machine does from its own checkout), before it changes to
+    # chdir's; started here, it would import this checkout's.
     done = run_pytest(
         "-d", "--tx", gateway, "--tx", gateway, "-k", SELECTION, "--hypothesis-profile", "ci",
-        "-vv", *args,  # -vv: run_pytest's -q, then -v
+        "-vv", *args, cwd=checkout,  # -vv: run_pytest's -q, then -v
     )  # fmt: skip
     return f"exit {done.returncode}\n{done.stdout}{done.stderr}"
 

@@ -124,7 +124,7 @@ def test_every_mode_works_installed(venv: Path, course: Path) -> None:
     mine = "mine/p07_scheduler.py"
     for args in (
         ["check", mine, "--exhaustive", "--scope", "smoke"],
-        ["check", mine, "--replay", str(ROOT / "suite" / "regressions")],
+        ["check", mine, "--replay", str(ROOT / "schedcheck" / "suite" / "regressions")],
         ["check", mine, "--gradescope", "results.json"],
         ["fuzz", mine, "--minutes", "0.1", "--out", "found"],
         ["grade", "mine", "--out", "graded", "--sample", "20"],

@@ -6,7 +6,7 @@ First the spec's worked examples (fixed workloads, no shrinking; the first failu
 the stage: a submission that hangs or crashes on anything is reported in seconds), then
 the random search, and the stateful test (its counterexamples take longest to shrink). One
 session, not one per stage: pytest starts once, and both cores stay busy to the end; the
-order is kept by suite/holds.py's rule that a later stage gives way as soon as an earlier
+order is kept by schedcheck/suite/holds.py's rule that a later stage gives way as soon as an earlier
 one finds a failure. pytest runs with only the plugins it needs (xdist, Hypothesis, ours):
 a plugin of the student's environment (one that reorders, reruns or times tests) must not
 change the verdict.
@@ -35,7 +35,7 @@ INI = "[pytest]\naddopts = --strict-markers\nxfail_strict = true\n"
 @dataclass(frozen=True)
 class Stage:
     name: str
-    file: str  # in suite/
+    file: str  # in schedcheck/suite/
     tests: str  # what its tests are called in its line ("" for none)
     ticks: str  # what one tick of suite.holds.tick() is ("" for none)
     serial: bool = False  # stop at the first failure

@@ -1,7 +1,7 @@
 """A regression: a minimal failing workload worth keeping, with the bug it caught.
 
-Files of `suite/regressions/` and of `schedcheck check --save-failures DIR` hold one each,
-as JSON: {"check": "I4", "note": "...", "workload": {...}}. A bare workload reads too.
+Files of `schedcheck/suite/regressions/` and of `schedcheck check --save-failures DIR` hold
+one each, as JSON: {"check": "I4", "note": "...", "workload": {...}}. A bare workload reads too.
 """
 
 from __future__ import annotations

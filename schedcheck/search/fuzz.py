@@ -2,7 +2,7 @@
 
 Rounds of Hypothesis searches, each with a fresh random seed, run the implementation in an
 isolated worker; a failing workload is shrunk and written to the output folder in the
-regression corpus's format (suite/regressions/), and the search goes on. At least every
+regression corpus's format (schedcheck/suite/regressions/), and the search goes on. At least every
 10 s a line says how many examples ran, how many of the spec's behaviours they exercised,
 and how many failures were found.
 """

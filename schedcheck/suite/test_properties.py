@@ -27,7 +27,7 @@ CORPUS = load_corpus(Path(__file__).parent / "regressions")
 
 
 def replaying_the_corpus(test: Callable[..., None]) -> Callable[..., None]:
-    """Every regression of suite/regressions/ as an explicit example: run before any
+    """Every regression of schedcheck/suite/regressions/ as an explicit example: run before any
     random generation, on every run."""
     for regression in reversed(CORPUS):
         test = example(workload=regression.workload)(test)
