@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from schedcheck.faults import CheckerError
 from schedcheck.invariants.liveness import liveness_bound
 from schedcheck.model.trace import Failure, Sample, SeqState, State, Step, Trace, Update
-from schedcheck.model.workload import Workload
+from schedcheck.model.workload import Script, Workload
 
 _T = TypeVar("_T")
 
@@ -286,14 +286,6 @@ def run(
     except MemoryError as e:  # wherever it struck, the memory cap is the implementation's
         return Trace(workload, tuple(steps), Failure(*where, describe(e, impl)))
     return Trace(workload, tuple(steps))
-
-
-# A script: the stateful test's calls as plain data, played in one go (in a worker, one
-# command per run, not one per call): ["add", seq_id] adds that request of the workload
-# (at its arrival step, the next one); ["step"] is schedule() then update(); ["again"] is
-# update() once more with no schedule() in between; ["finish"] steps until every request
-# finished, or the liveness bound.
-Script = list[list[str]]
 
 
 def play(

@@ -8,10 +8,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol, TypeVar
 
-from schedcheck.drive.driver import Script, play, run
+from schedcheck.drive.driver import play, run
 from schedcheck.drive.loader import REFERENCE, load_impl
 from schedcheck.model.trace import Trace
-from schedcheck.model.workload import Workload
+from schedcheck.model.workload import Script, Workload
 from schedcheck.sandbox.isolation import Isolated, Limits
 
 _T = TypeVar("_T")

@@ -120,3 +120,11 @@ class Workload:
     @classmethod
     def from_json(cls, text: str) -> Workload:
         return cls.from_dict(json.loads(text))
+
+
+# A script: the stateful test's calls as plain data, played in one go (in a worker, one
+# command per run, not one per call): ["add", seq_id] adds that request of the workload
+# (at its arrival step, the next one); ["step"] is schedule() then update(); ["again"] is
+# update() once more with no schedule() in between; ["finish"] steps until every request
+# finished, or the liveness bound.
+Script = list[list[str]]

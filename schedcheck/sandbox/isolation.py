@@ -37,12 +37,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from schedcheck.drive.driver import Script
 from schedcheck.drive.loader import reference_source
 from schedcheck.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
 from schedcheck.invariants.liveness import liveness_bound
 from schedcheck.model.trace import Failure, Step, Trace
-from schedcheck.model.workload import Workload
+from schedcheck.model.workload import Script, Workload
 from schedcheck.sandbox import uids
 from schedcheck.sandbox.beat import Board, board_fd
 
