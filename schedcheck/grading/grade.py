@@ -20,6 +20,7 @@ from hypothesis import find
 from hypothesis.errors import NoSuchExample
 
 from schedcheck.faults import CheckerError, SubmissionError
+from schedcheck.invariants import catalogue
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox.isolation import Isolated, Limits
@@ -29,17 +30,16 @@ from schedcheck.strategies.workloads import any_workloads, fixed_sample
 from schedcheck.verdict.html import page
 from schedcheck.verdict.verify import verify
 
+# The grading groups in report order: the contract (C1), then the spec's worked examples
+# (every check at once: a group with no check of its own), then the other checks' groups,
+# all as the catalogue has them (invariants/catalogue.py). Unpacking the catalogue's groups
+# sets "contract" again, to the same checks, and a dict keeps a key where it was first set.
 GROUPS: dict[str, tuple[str, ...]] = {
-    "contract": ("C1",),
-    "examples": (),  # the spec's worked examples, every check
-    **{check: (check,) for check in ("I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8")},
-    "accounting": ("A1",),
-    "fcfs": ("F1",),
-    "liveness": ("L1",),
-    "differential": ("D1",),
-    "lockstep": ("R1",),
+    "contract": catalogue.GROUPS["contract"],
+    "examples": (),
+    **catalogue.GROUPS,
 }
-GROUP_OF = {check: group for group, checks in GROUPS.items() for check in checks}
+GROUP_OF = catalogue.GROUP_OF
 SAMPLE_SIZE = 200
 
 
