@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from bench.isolation import SUBMISSION, examples_per_second
 from schedcheck.drive.impl import InProcess
+from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import load_impl
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
@@ -27,7 +28,6 @@ from schedcheck.engine.setup import read_setup
 from schedcheck.engine.strategies import engine_workloads
 from schedcheck.engine.verdict import Runs, verify_engine
 from schedcheck.engine.workload import EngineWorkload
-from schedcheck.sandbox.isolation import Isolated
 from schedcheck.strategies.workloads import fixed_sample
 from tests.engines.catalogue import CORRECT
 

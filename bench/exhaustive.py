@@ -13,7 +13,7 @@ import os
 import sys
 
 from bench.isolation import SUBMISSION
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search.exhaustive import check_exhaustive
 from schedcheck.strategies.exhaustive import SCOPES, Scope, plans
 

@@ -12,9 +12,9 @@ import statistics
 import time
 
 from schedcheck.drive.impl import Implementation, InProcess
+from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import load_impl
 from schedcheck.model.workload import Workload
-from schedcheck.sandbox.isolation import Isolated
 from schedcheck.strategies.workloads import fixed_sample
 from schedcheck.verdict.verify import verify
 from tests.catalogue import reference_file

@@ -34,9 +34,10 @@ from schedcheck.cli.console import Console
 from schedcheck.cli.stages import Settings, run_stages
 from schedcheck.drive.driver import run
 from schedcheck.drive.impl import InProcess
+from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import load_impl
 from schedcheck.model.workload import Workload
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search.exhaustive import check_exhaustive
 from schedcheck.strategies.exhaustive import SCOPES
 from schedcheck.strategies.workloads import any_workloads, fixed_sample

@@ -11,13 +11,20 @@ exit status 3 of `schedcheck check`, verdict `error` of `schedcheck grade`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-
-from schedcheck.invariants.violation import Violation
-from schedcheck.model.trace import Failure
-from schedcheck.model.workload import Workload
+from dataclasses import dataclass
 
 # `schedcheck check`'s exit statuses (README, docs/grading.md).
 PASS, FAIL, USAGE, INTERNAL = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How a run stopped on the code under test: the call that broke the contract, hung,
+    died or was forged (check C1), at which step."""
+
+    step: int
+    call: str  # "Sequence()", "Scheduler()", "add()", "schedule()", "update()", ...
+    message: str
 
 
 class SubmissionError(Exception):
@@ -51,13 +58,6 @@ class CheckFailed(AssertionError):
         super().__init__(report)
         self.check = check
         self.rank = rank  # smaller is more informative (rank() below)
-
-
-def rank(violation: Violation, workload: Workload) -> tuple[int, int, int]:
-    """How informative a failure is to read, smaller first: the earliest step it shows at,
-    then the fewest requests, then the fewest tokens (Workload.size)."""
-    requests, tokens, _ = workload.size()
-    return (violation.step, requests, tokens)
 
 
 def best(error: BaseException) -> CheckFailed | None:

@@ -7,14 +7,14 @@ import os
 import sys
 from typing import Any
 
-from schedcheck.sandbox import worker
+from schedcheck.drive import worker
 
 
-def _broken(self: worker.Worker, request: dict[str, Any]) -> None:
+def _broken(self: worker.SchedulerWorker, request: dict[str, Any]) -> None:
     raise RuntimeError("injected: the worker's own code failed")
 
 
-worker.Worker.op_run = _broken  # type: ignore[method-assign]
+worker.SchedulerWorker.op_run = _broken  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     try:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from schedcheck.drive.isolated import Isolated
 from schedcheck.sandbox.beat import Board, board_fd
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits
 from tests.catalogue import inline_reference
 from tests.workloads import EXAMPLES
 

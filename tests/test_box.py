@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from schedcheck.cli.main import main
+from schedcheck.drive.isolated import Isolated
 from schedcheck.sandbox import box, uids
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.sandbox.worker import PRELOAD
 from schedcheck.verdict.verify import verify
 from tests.catalogue import inline_reference, standalone

@@ -26,7 +26,7 @@ from schedcheck.engine.strategies import LABELS, engine_workloads
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.verdict import verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 from tests.engines.catalogue import CORRECT, MUTANTS, checkout, expected_checks
 from tests.helpers import rotation_day
 

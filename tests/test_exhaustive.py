@@ -13,7 +13,7 @@ import pytest
 from schedcheck import faults
 from schedcheck.cli.main import main
 from schedcheck.drive.impl import Implementation, open_impl, reference
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search.exhaustive import check_exhaustive, explore_spaces
 from schedcheck.strategies.exhaustive import KINDS, SCOPES, Scope
 from schedcheck.strategies.workloads import REVERSED

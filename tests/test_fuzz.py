@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from schedcheck.model.regression import Regression
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search import fuzz
 from tests.catalogue import standalone
 from tests.helpers import ROOT

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from schedcheck.drive.isolated import Isolated
 from schedcheck.faults import SubmissionError
 from schedcheck.sandbox import uids
-from schedcheck.sandbox.isolation import Isolated, Limits, proc_stat
+from schedcheck.sandbox.process import Limits, proc_stat
 from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.workloads import EXAMPLES
@@ -161,7 +162,7 @@ def test_a_hung_worker_dies_with_its_parent() -> None:
     the checker that started it dies (PR_SET_PDEATHSIG)."""
     script = (
         "import json, sys, time\n"
-        "from schedcheck.sandbox.isolation import Isolated\n"
+        "from schedcheck.drive.isolated import Isolated\n"
         "from tests.workloads import EXAMPLES\n"
         f"worker = Isolated({str(hostile('infinite_loop'))!r})\n"
         "worker.start()\n"

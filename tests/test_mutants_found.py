@@ -20,7 +20,7 @@ from hypothesis.errors import NoSuchExample
 
 from schedcheck import faults
 from schedcheck.cli.main import main
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search.hunt import SEARCH, hunt
 from tests.catalogue import standalone
 from tests.helpers import ROOT, rotation_day

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from schedcheck.drive.isolated import Isolated
 from schedcheck.invariants.checks import check_trace
 from schedcheck.model.regression import Regression
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.helpers import reference_trace

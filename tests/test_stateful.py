@@ -8,11 +8,12 @@ from dataclasses import replace
 
 from schedcheck.drive.driver import play, run
 from schedcheck.drive.impl import open_impl
+from schedcheck.drive.isolated import reference_copy
 from schedcheck.drive.loader import load_impl
 from schedcheck.invariants.checks import check_trace
 from schedcheck.model.tokens import TokenModel
 from schedcheck.model.workload import Config, Request, Workload
-from schedcheck.sandbox.isolation import Limits, reference_copy
+from schedcheck.sandbox.process import Limits
 from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 

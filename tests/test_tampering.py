@@ -21,9 +21,11 @@ import pytest
 
 from schedcheck import faults
 from schedcheck.cli.main import main
+from schedcheck.drive.isolated import Isolated, reference_copy
 from schedcheck.faults import CheckerError, SubmissionError
 from schedcheck.grading.grade import grade_one
-from schedcheck.sandbox.isolation import Isolated, Limits, reference_copy
+from schedcheck.grading.report import Verdict
+from schedcheck.sandbox.process import Limits
 from schedcheck.verdict.verify import verify
 from tests.catalogue import inline_reference, standalone
 from tests.helpers import ROOT, rotation_day, run_pytest
@@ -169,4 +171,4 @@ def test_replies_forged_or_left_over_never_mix_with_the_next_command() -> None:
     (before, `--gradescope` hung on it: both ends blocked writing; then its shrink was
     flaky, our error)."""
     entry = grade_one(str(standalone(HOSTILE / "tamper_json.py")), FAST, budget=120, size=20)
-    assert entry["verdict"] == "fail", entry["failures"]
+    assert entry.verdict is Verdict.FAIL, entry.failures

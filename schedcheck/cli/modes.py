@@ -14,7 +14,7 @@ from schedcheck.drive.impl import Implementation, open_impl
 from schedcheck.invariants.violation import PRIORITY
 from schedcheck.model.regression import Regression
 from schedcheck.model.workload import Workload
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search.exhaustive import check_exhaustive
 from schedcheck.strategies.exhaustive import SCOPES
 from schedcheck.verdict.html import page

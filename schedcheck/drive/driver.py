@@ -19,9 +19,9 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any, TypeVar
 
-from schedcheck.faults import CheckerError
+from schedcheck.faults import CheckerError, Failure
 from schedcheck.invariants.liveness import liveness_bound
-from schedcheck.model.trace import Failure, Sample, SeqState, State, Step, Trace, Update
+from schedcheck.model.trace import Sample, SeqState, State, Step, Trace, Update
 from schedcheck.model.workload import Script, Workload
 
 _T = TypeVar("_T")

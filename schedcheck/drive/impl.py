@@ -9,10 +9,11 @@ from types import ModuleType
 from typing import Protocol, TypeVar
 
 from schedcheck.drive.driver import play, run
+from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import REFERENCE, load_impl
 from schedcheck.model.trace import Trace
 from schedcheck.model.workload import Script, Workload
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits
 
 _T = TypeVar("_T")
 

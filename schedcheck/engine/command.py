@@ -28,7 +28,7 @@ from schedcheck.engine.strategies import LABELS
 from schedcheck.engine.verdict import Runs, Undrivable, verify_engine
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.faults import SubmissionError
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -1,4 +1,4 @@
-"""An engine run in an isolated worker of its own, like a submission (harness/sandbox/).
+"""An engine run in a sandboxed worker of its own, like a submission (schedcheck/sandbox/).
 
 The worker loads the checkout inside its box and sends each run's trace back as plain
 data; a hang, a crash or garbage is the run's failure (E6), with the step and call the
@@ -12,7 +12,7 @@ from schedcheck.engine.trace import EngineFailure, EngineTrace
 from schedcheck.engine.worker import calls
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.faults import SubmissionFailure
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits, Sandbox
 
 WORKER = "schedcheck.engine.worker"
 
@@ -20,7 +20,7 @@ WORKER = "schedcheck.engine.worker"
 class IsolatedEngine:
     def __init__(self, setup: EngineSetup, limits: Limits | None = None) -> None:
         self.setup = setup
-        self.worker = Isolated(setup.folder, limits, WORKER)
+        self.worker = Sandbox(setup.folder, limits, WORKER)
         self.worker.start()  # SubmissionError if the engine does not even load
 
     @property

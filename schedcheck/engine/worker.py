@@ -1,7 +1,7 @@
 """The engine's worker process: a nano-vllm checkout loaded and driven inside the box.
 
-Started by `harness.engine.isolated` as `python -m harness.engine.worker` with the sandbox
-worker's arguments (harness/sandbox/worker.py), PATH being the box's own copy of the
+Started by `schedcheck.engine.isolated` as `python -m schedcheck.engine.worker` with the sandbox
+worker's arguments (schedcheck/sandbox/worker.py), PATH being the box's own copy of the
 checkout's `nanovllm/` sources. The sources are read before the box is entered; the engine
 is loaded from memory inside it, driven with the simulated model runner, and each run's
 trace goes back as plain data. The checks run in the parent.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import types
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -38,7 +37,7 @@ def calls(workload: EngineWorkload) -> int:
 
 class EngineWorker(Worker):
     def __init__(self, conn: Connection, engine: Engine, board: Board) -> None:
-        super().__init__(conn, types.ModuleType("engine"), board)
+        super().__init__(conn, board)
         self.engine = engine
 
     def op_engine_run(self, request: dict[str, Any]) -> None:

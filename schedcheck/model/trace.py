@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from schedcheck.faults import Failure
 from schedcheck.model.workload import Workload
 
 
@@ -135,15 +136,6 @@ class Step:
             update=None if update is None else Update.from_dict(update),
             again=None if again is None else Update.from_dict(again),
         )
-
-
-@dataclass(frozen=True)
-class Failure:
-    """The run stopped because the implementation broke the contract (check C1)."""
-
-    step: int
-    call: str  # "Sequence()", "Scheduler()", "add()", "schedule()", "update()", ...
-    message: str
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from schedcheck.drive.impl import Implementation, open_impl
 from schedcheck.model.workload import Workload
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search.explore import Exploration, explore
 from schedcheck.strategies.exhaustive import Scope, Space
 from schedcheck.verdict.verify import Verdict

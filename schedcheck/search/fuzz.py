@@ -17,9 +17,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, find, settings
 from hypothesis.errors import NoSuchExample
 
+from schedcheck.drive.isolated import Isolated
 from schedcheck.model.regression import Regression
 from schedcheck.model.workload import Workload
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.strategies.coverage import LABELS, observe
 from schedcheck.strategies.workloads import any_workloads
 from schedcheck.verdict.verify import verify

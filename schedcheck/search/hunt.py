@@ -9,8 +9,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, find, settings
 
+from schedcheck.drive.isolated import Isolated
 from schedcheck.model.workload import Workload
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.strategies.workloads import any_workloads
 from schedcheck.verdict.verify import Verdict, verify
 

@@ -8,7 +8,7 @@ from types import ModuleType
 from schedcheck.drive.driver import run
 from schedcheck.drive.impl import Implementation, InProcess
 from schedcheck.drive.loader import REFERENCE, load_impl
-from schedcheck.faults import CheckerError, CheckFailed, rank
+from schedcheck.faults import CheckerError, CheckFailed
 from schedcheck.invariants.checks import CHECKS, check_trace
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.trace import Trace
@@ -62,3 +62,10 @@ def verify(
     if expected is not None and expected.failure is not None:
         raise CheckerError(f"the reference failed on this workload: {expected.failure}")
     return Verdict(trace, check_trace(trace, expected, twin, only=checks), output)
+
+
+def rank(violation: Violation, workload: Workload) -> tuple[int, int, int]:
+    """How informative a failure is to read, smaller first: the earliest step it shows at,
+    then the fewest requests, then the fewest tokens (Workload.size)."""
+    requests, tokens, _ = workload.size()
+    return (violation.step, requests, tokens)

@@ -1,4 +1,6 @@
-"""The parent's side of a worker: start it, feed it workloads, never trust or wait on it.
+"""The parent's side of a sandboxed worker: start it, send it commands, never trust or wait
+on it. It knows nothing of what the worker runs: the scheduler's runs (schedcheck/drive/
+isolated.py) and an engine's (schedcheck/engine/isolated.py) are protocols over it.
 
 Every wait has a deadline (the per-call timeout, from the moment the worker's heartbeat
 board says a call into the submission began: harness/sandbox/beat.py); a worker that dies,
@@ -16,7 +18,6 @@ if it breaks there too, the fault is ours (exit 3).
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import json
@@ -35,13 +36,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
-from schedcheck.drive.loader import reference_source
-from schedcheck.faults import CheckerError, SubmissionError, SubmissionFailure, WorkerError
-from schedcheck.invariants.liveness import liveness_bound
-from schedcheck.model.trace import Failure, Step, Trace
-from schedcheck.model.workload import Script, Workload
+from schedcheck.faults import (
+    CheckerError,
+    Failure,
+    SubmissionError,
+    SubmissionFailure,
+    WorkerError,
+)
 from schedcheck.sandbox import uids
 from schedcheck.sandbox.beat import Board, board_fd
 
@@ -52,30 +55,15 @@ _PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_
               "SCHEDCHECK_NO_NAMESPACES")  # fmt: skip
 
 
-_T = TypeVar("_T")
-WORKER = "schedcheck.sandbox.worker"
-
-# How many call timeouts of wall time a call that is only starved of CPU may take at most.
-STARVED_CAP = 10
-SEND_TIMEOUT = 10.0  # seconds a command may take to be written to the worker's socket
-
 TAMPERED = (
     "the checker's code in your worker failed after your module was imported, and the same "
     "request runs through on the reference in a fresh worker: did your module change modules "
     "other than its own (schedcheck's, or the standard library's)? What failed: {what}"
 )
 
-
-@functools.cache
-def reference_copy() -> str:
-    """The reference as a submission file (harness/drive/loader.py), written once: the
-    referee's worker runs it exactly as a student's file is run."""
-    folder = tempfile.mkdtemp(prefix="schedcheck-referee-")
-    atexit.register(shutil.rmtree, folder, True)
-    path = os.path.join(folder, "p07_scheduler.py")
-    with open(path, "w") as f:
-        f.write(reference_source())
-    return path
+# How many call timeouts of wall time a call that is only starved of CPU may take at most.
+STARVED_CAP = 10
+SEND_TIMEOUT = 10.0  # seconds a command may take to be written to the worker's socket
 
 
 @dataclass(frozen=True)
@@ -133,19 +121,20 @@ class _Output:
                 return False
 
 
-class Isolated:
-    """A submission file (or an engine's sources folder) run in a worker process of its own."""
+class Sandbox:
+    """Code under test (a submission file, an engine's sources folder) run in a worker
+    process of its own, in a box; what the worker runs is `worker`, a module's name."""
 
     def __init__(
         self,
         path: str | Path,
-        limits: Limits | None = None,
-        worker: str = WORKER,
+        limits: Limits | None,
+        worker: str,
         referee: bool = False,
     ) -> None:
         self.path = str(Path(path).resolve())
         self.worker = worker  # the module the worker runs: a submission's, or an engine's
-        self.referee = referee  # the reference, run to tell whose fault an error is
+        self.is_referee = referee  # the reference, run to tell whose fault an error is
         self._serial = 0  # the last command's number: a reply must carry it
         self.limits = limits or Limits()
         self.label = self.path
@@ -453,15 +442,20 @@ class Isolated:
 
     # -- whose fault -----------------------------------------------------------------------
 
-    def _theirs(self, replay: Callable[[Isolated], object]) -> bool:
+    def referee(self) -> Sandbox | None:
+        """A fresh sandbox running the reference, to tell whose fault an error is; None
+        where there is no reference to compare with (an engine's worker, a referee)."""
+        return None
+
+    def _theirs(self, replay: Callable[[Sandbox], object]) -> bool:
         """Whether an error of this worker's is the submission's doing: `replay(referee)`
         repeats the request on the reference in a fresh worker, started here. True only if
         it runs through there; whatever else happens (it fails the same way, or in another,
         or this is no submission's worker) the fault stays ours: the doubt goes to the
         student."""
-        if self.referee or self.worker != WORKER:
+        referee = self.referee()
+        if referee is None:
             return False
-        referee = Isolated(reference_copy(), self.limits, referee=True)
         try:
             referee.start()
             replay(referee)
@@ -471,84 +465,12 @@ class Isolated:
             referee.stop()
         return True
 
-    def _blamed(self, what: str, replay: Callable[[Isolated], object]) -> Failure:
+    def _blamed(self, what: str, replay: Callable[[Sandbox], object]) -> Failure:
         """The submission's failure for `what` went wrong, if `_theirs`; else CheckerError."""
         step, call = self.where
         if self._theirs(replay):
             return Failure(step, call, TAMPERED.format(what=what))
         raise CheckerError(what)
-
-    # -- runs ----------------------------------------------------------------------------------
-
-    def run(self, workload: Workload) -> Trace:
-        """Run `workload` in the worker; any hang, death or garbage is the trace's failure."""
-        return self.run_while(workload, lambda: None)[0]
-
-    def run_while(self, workload: Workload, meanwhile: Callable[[], _T]) -> tuple[Trace, _T]:
-        """Run `workload` in the worker and, while it runs, `meanwhile()` here (the reference
-        run of R1: two cores at work instead of one waiting for the other)."""
-        # Calls a driver run makes at most: Scheduler(), Sequence() and add() per request,
-        # schedule(), update() and update() again per step, up to the liveness bound.
-        calls = 1 + 2 * len(workload.requests) + 3 * liveness_bound(workload)
-        return self._stream(workload, calls, meanwhile, op="run")
-
-    def play(self, workload: Workload, script: Script) -> Trace:
-        """Play `script` (harness/drive/driver.py) in the worker: one command for a whole
-        stateful run, its steps streamed back as a run's are."""
-        calls = 1 + sum(2 if op[0] in ("add", "step") else 1 for op in script)
-        calls += 2 * liveness_bound(workload) * sum(op[0] == "finish" for op in script)
-        return self._stream(workload, calls, lambda: None, op="play", script=script)[0]
-
-    def _stream(
-        self, workload: Workload, calls: int, meanwhile: Callable[[], _T], **command: Any
-    ) -> tuple[Trace, _T]:
-        self._retire_if_spent()
-        self._ensure()
-        assert self._out is not None
-        self._out.take()
-        self.where = (0, "Scheduler()")
-        try:
-            self._send(calls, workload=json.loads(workload.to_json()), **command)
-        except Unread as e:
-            self.output = ""
-            return Trace(workload, (), e.failure), meanwhile()
-        try:
-            value = meanwhile()
-        except BaseException:
-            self.stop()  # mid-run: the next workload gets a fresh worker
-            raise
-        return self._collect(workload, command), value
-
-    def _collect(self, workload: Workload, command: dict[str, Any]) -> Trace:
-        assert self._out is not None
-        steps: list[Step] = []
-        failure: Failure | None = None
-        while True:
-            message = self._receive()
-            if isinstance(message, Failure):
-                failure = message
-                break
-            try:
-                kind = message["kind"]
-                if kind == "internal":
-                    self.stop()
-                    failure = self._blamed(_internal(message), _again(workload, command))
-                    break
-                if kind == "step":
-                    steps.append(Step.from_dict(message["step"]))
-                elif kind == "end":
-                    steps += [Step.from_dict(step) for step in message["rest"]]
-                    if message["failure"] is not None:
-                        failure = Failure(**message["failure"])
-                    failure = failure or self._threads_left(len(steps))
-                    break
-            except (KeyError, TypeError, ValueError):
-                self.stop()
-                what = "the worker sent something that is not a trace"
-                failure = self._blamed(what, _again(workload, command))
-                break
-        self.output = self._out.take() if self._out is not None else ""
-        return Trace(workload, tuple(steps), failure)
 
     def request(self, calls: int = 1, **message: Any) -> Any:
         """One command that makes at most `calls` calls into the code under test (an engine's
@@ -567,8 +489,8 @@ class Isolated:
                 raise SubmissionFailure(Failure(**reply["failure"]))
             if reply.get("kind") == "internal":
                 self.stop()
-                replay = functools.partial(Isolated.request, calls=calls, **message)
-                raise SubmissionFailure(self._blamed(_internal(reply), replay))
+                replay = functools.partial(Sandbox.request, calls=calls, **message)
+                raise SubmissionFailure(self._blamed(internal(reply), replay))
 
 
 class Unread(Exception):
@@ -576,19 +498,6 @@ class Unread(Exception):
 
     def __init__(self, failure: Failure) -> None:
         self.failure = failure
-
-
-def _again(workload: Workload, command: dict[str, Any]) -> Callable[[Isolated], None]:
-    """The same run or script, for the referee: it must run through."""
-    if command["op"] == "play":
-        return lambda referee: _through(referee.play(workload, command["script"]))
-    return lambda referee: _through(referee.run(workload))
-
-
-def _through(trace: Trace) -> None:
-    """A referee's run must end as a run of the reference does: with no failure."""
-    if trace.failure is not None:
-        raise CheckerError(f"the reference failed too: {trace.failure.message}")
 
 
 def _not_python(folder: str, names: list[str]) -> list[str]:
@@ -607,7 +516,7 @@ def proc_stat(pid: int | None) -> list[str]:
         return []
 
 
-def _internal(message: dict[str, Any]) -> str:
+def internal(message: dict[str, Any]) -> str:
     return (
         "schedcheck's driver failed inside the worker (a submission that tampers with the "
         f"worker's modules can cause this too):\n{message.get('message')}"

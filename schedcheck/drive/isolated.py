@@ -1,0 +1,157 @@
+"""A P07 implementation in a sandboxed worker (schedcheck/sandbox/process.py): the
+scheduler's run protocol over the sandbox's commands. A run or a script goes out as one
+command; its steps stream back as plain data and become a Trace; a hang, a death or garbage
+is the trace's failure (C1).
+
+Whose fault an error inside the worker is, is decided here, in the parent, never by the
+worker: when the worker reports a failure of schedcheck's own code (or sends what is no
+trace), the same run is repeated on the reference in a fresh worker (`referee`): if it runs
+through there, the worker broke only with the submission in it (the submission's failure);
+if it breaks there too, the fault is ours (exit 3).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from schedcheck.drive.loader import reference_source
+from schedcheck.faults import CheckerError, Failure
+from schedcheck.invariants.liveness import liveness_bound
+from schedcheck.model.trace import Step, Trace
+from schedcheck.model.workload import Script, Workload
+from schedcheck.sandbox.process import Limits, Sandbox, Unread, internal
+
+_T = TypeVar("_T")
+WORKER = "schedcheck.drive.worker"
+
+
+@functools.cache
+def reference_copy() -> str:
+    """The reference as a submission file (schedcheck/drive/loader.py), written once: the
+    referee's worker runs it exactly as a student's file is run."""
+    folder = tempfile.mkdtemp(prefix="schedcheck-referee-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, "p07_scheduler.py")
+    with open(path, "w") as f:
+        f.write(reference_source())
+    return path
+
+
+class Isolated(Sandbox):
+    """A submission file run in a worker of its own (the P07 worker, schedcheck/drive/
+    worker.py): `run` and `play` give traces."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        limits: Limits | None = None,
+        referee: bool = False,
+        worker: str = WORKER,
+    ) -> None:
+        super().__init__(path, limits, worker, referee)
+
+    def referee(self) -> Sandbox | None:
+        """The reference in a fresh worker of the same code: an error that our code makes
+        without the submission recurs there."""
+        if self.is_referee:
+            return None
+        return Isolated(reference_copy(), self.limits, referee=True, worker=self.worker)
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def run(self, workload: Workload) -> Trace:
+        """Run `workload` in the worker; any hang, death or garbage is the trace's failure."""
+        return self.run_while(workload, lambda: None)[0]
+
+    def run_while(self, workload: Workload, meanwhile: Callable[[], _T]) -> tuple[Trace, _T]:
+        """Run `workload` in the worker and, while it runs, `meanwhile()` here (the reference
+        run of R1: two cores at work instead of one waiting for the other)."""
+        # Calls a driver run makes at most: Scheduler(), Sequence() and add() per request,
+        # schedule(), update() and update() again per step, up to the liveness bound.
+        calls = 1 + 2 * len(workload.requests) + 3 * liveness_bound(workload)
+        return self._stream(workload, calls, meanwhile, op="run")
+
+    def play(self, workload: Workload, script: Script) -> Trace:
+        """Play `script` (harness/drive/driver.py) in the worker: one command for a whole
+        stateful run, its steps streamed back as a run's are."""
+        calls = 1 + sum(2 if op[0] in ("add", "step") else 1 for op in script)
+        calls += 2 * liveness_bound(workload) * sum(op[0] == "finish" for op in script)
+        return self._stream(workload, calls, lambda: None, op="play", script=script)[0]
+
+    def _stream(
+        self, workload: Workload, calls: int, meanwhile: Callable[[], _T], **command: Any
+    ) -> tuple[Trace, _T]:
+        self._retire_if_spent()
+        self._ensure()
+        assert self._out is not None
+        self._out.take()
+        self.where = (0, "Scheduler()")
+        try:
+            self._send(calls, workload=json.loads(workload.to_json()), **command)
+        except Unread as e:
+            self.output = ""
+            return Trace(workload, (), e.failure), meanwhile()
+        try:
+            value = meanwhile()
+        except BaseException:
+            self.stop()  # mid-run: the next workload gets a fresh worker
+            raise
+        return self._collect(workload, command), value
+
+    def _collect(self, workload: Workload, command: dict[str, Any]) -> Trace:
+        assert self._out is not None
+        steps: list[Step] = []
+        failure: Failure | None = None
+        while True:
+            message = self._receive()
+            if isinstance(message, Failure):
+                failure = message
+                break
+            try:
+                kind = message["kind"]
+                if kind == "internal":
+                    self.stop()
+                    failure = self._blamed(internal(message), _again(workload, command))
+                    break
+                if kind == "step":
+                    steps.append(Step.from_dict(message["step"]))
+                elif kind == "end":
+                    steps += [Step.from_dict(step) for step in message["rest"]]
+                    if message["failure"] is not None:
+                        failure = Failure(**message["failure"])
+                    failure = failure or self._threads_left(len(steps))
+                    break
+            except (KeyError, TypeError, ValueError):
+                self.stop()
+                what = "the worker sent something that is not a trace"
+                failure = self._blamed(what, _again(workload, command))
+                break
+        self.output = self._out.take() if self._out is not None else ""
+        return Trace(workload, tuple(steps), failure)
+
+
+def _again(workload: Workload, command: dict[str, Any]) -> Callable[[Sandbox], None]:
+    """The same run or script, for the referee: it must run through."""
+
+    def replay(referee: Sandbox) -> None:
+        assert isinstance(referee, Isolated)
+        if command["op"] == "play":
+            _through(referee.play(workload, command["script"]))
+        else:
+            _through(referee.run(workload))
+
+    return replay
+
+
+def _through(trace: Trace) -> None:
+    """A referee's run must end as a run of the reference does: with no failure."""
+    if trace.failure is not None:
+        raise CheckerError(f"the reference failed too: {trace.failure.message}")

@@ -1,0 +1,129 @@
+"""The P07 worker: loads one untrusted submission in the sandbox (schedcheck/sandbox/
+worker.py) and runs workloads and scripts in it, their steps streamed back as plain data.
+
+Started by schedcheck/drive/isolated.py as `python -m schedcheck.drive.worker` with the
+sandbox worker's arguments. Everything it needs is imported first; the box's own copy of
+the submission is read, the box entered, what the worker calls is bound (`bind`), and only
+then is the submission compiled and run: rebinding a name in schedcheck's modules or the
+standard library's afterwards changes nothing the worker calls.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import types
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, NamedTuple
+
+from schedcheck.drive.contract import contract_problems
+from schedcheck.drive.driver import describe, play, run
+from schedcheck.model.trace import Step, Trace
+from schedcheck.model.workload import Workload
+from schedcheck.sandbox.beat import Board
+from schedcheck.sandbox.worker import Tools, Worker, bind, boxed
+
+
+class Driving(NamedTuple):
+    """The driver's functions the worker calls, taken before the submission runs."""
+
+    contract_problems: Callable[[types.ModuleType], list[str]]
+    run: Callable[..., Any]
+    play: Callable[..., Any]
+    workload: Callable[[dict[str, Any]], Workload]
+    step_dict: Callable[[Step], dict[str, Any]]
+
+
+def driving() -> Driving:
+    return Driving(contract_problems, run, play, Workload.from_dict, Step.to_dict)
+
+
+def load_submission(path: str, source: bytes) -> types.ModuleType:
+    name = "submission"
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+class SchedulerWorker(Worker):
+    """Runs and scripts on one loaded submission."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        module: types.ModuleType,
+        board: Board,
+        tools: Tools | None = None,
+        drive: Driving | None = None,
+    ) -> None:
+        super().__init__(conn, board, tools)
+        self.module = module
+        self.drive = drive or driving()
+        self.sent = 0  # steps of the current run already streamed
+
+    def op_run(self, request: dict[str, Any]) -> None:
+        workload = self.drive.workload(request["workload"])
+        self.sent = 0
+        self.end(self.drive.run(self.module, workload, None, self.heartbeat, self.step_done))
+
+    def op_play(self, request: dict[str, Any]) -> None:
+        """A script of calls (the stateful test's), streamed like a run."""
+        workload = self.drive.workload(request["workload"])
+        self.sent = 0
+        script = request["script"]
+        self.end(self.drive.play(self.module, workload, script, self.heartbeat, self.step_done))
+
+    def end(self, trace: Trace) -> None:
+        failure = None if trace.failure is None else self.tools.fields(trace.failure)
+        # A failure mid-step leaves a step the stream never carried: send it with the end.
+        rest = [self.drive.step_dict(step) for step in trace.steps[self.sent :]]
+        self.send(kind="end", rest=rest, failure=failure)
+
+    def step_done(self, step: Step) -> None:
+        self.sent += 1
+        self.send(kind="step", step=self.drive.step_dict(step))
+
+
+def _read_submission(path: str) -> bytes:
+    with open(path, "rb") as f:
+        source = f.read()
+    # Tracebacks quote the submission's lines from here: its file is out of the box's view.
+    lines = source.decode(errors="replace").splitlines(keepends=True)
+    linecache.cache[path] = (len(source), None, lines, path)
+    return source
+
+
+def main(argv: list[str]) -> None:
+    conn, board, path, source = boxed(argv, _read_submission)
+    tools = bind(conn, board)  # before the submission runs: what it rebinds, we do not call
+    drive = driving()
+
+    def ready(**message: Any) -> None:
+        tools.send(tools.dumps({"kind": "ready", **message, "serial": 0}).encode())
+
+    try:
+        module = load_submission(path, source)
+    except (Exception, SystemExit) as e:
+        ready(load_error=describe(e, types.SimpleNamespace(__file__=path)))  # type: ignore[arg-type]
+        return
+    try:
+        problems = drive.contract_problems(module)
+        if not isinstance(problems, list):
+            raise TypeError(f"contract_problems returned {problems!r}, not a list")
+    except Exception:  # contract_problems guards every call into the submission
+        ready(internal=tools.format_exc(limit=-8))
+        return
+    ready(problems=problems)
+    if not problems:
+        SchedulerWorker(conn, module, board, tools, drive).serve()
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    finally:
+        os._exit(0)  # never run the submission's atexit hooks or finalizers
