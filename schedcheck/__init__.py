@@ -1,11 +1,49 @@
 """schedcheck: property-based verification of LLM-serving schedulers (P07).
 
-What a user runs: the `schedcheck` command (`schedcheck.cli`, also `python -m schedcheck`)
-and the pytest plugin (`schedcheck.plugin`, registered through pytest's entry point). The
-rest is in the rooms beside it in a checkout: `scheduler` (what is right), `invariants`
-(what must hold), `strategies` (what to try), `harness` (how an implementation is loaded
-and run), `suite` (the properties, as pytest tests). Installed from a wheel, those rooms
-are inside this package (setup.py, harness/layout.py).
+The command (`schedcheck`, schedcheck/cli/) and the pytest plugin (`schedcheck.plugin`) are
+what most users run. A course's own tests or a CI script use this API:
+
+    from schedcheck import Workload, open_impl, verify
+
+    impl = open_impl("mine/p07_scheduler.py")  # isolated in a worker of its own
+    verdict = verify(impl, Workload.from_json(text))
+    assert verdict.ok, verdict.report()
+    impl.stop()
+
+The rooms, bottom up (tests/test_layers.py holds each to importing only those below it):
+`faults` (whose fault), `scheduler` (the reference), `model` (workloads and traces),
+`invariants` (the checks), `strategies` (what to try), `sandbox` (a worker in a box),
+`drive` (running an implementation), `verdict` (one workload's verdict and report),
+`search`, `suite` (the properties as pytest tests), `grading`, `engine` (nano-vllm's
+engines), `cli` and `plugin`.
 """
 
+from schedcheck.drive.impl import Implementation, InProcess, open_impl
+from schedcheck.faults import CheckerError, CheckFailed, SubmissionError
+from schedcheck.invariants.checks import CHECKS
+from schedcheck.model.tokens import TokenModel
+from schedcheck.model.trace import State, Step, Trace
+from schedcheck.model.workload import Config, Request, Workload
+from schedcheck.verdict.verify import Verdict, verify
+
 __version__ = "0.2.0"
+
+__all__ = [
+    "CHECKS",
+    "CheckFailed",
+    "CheckerError",
+    "Config",
+    "Implementation",
+    "InProcess",
+    "Request",
+    "State",
+    "Step",
+    "SubmissionError",
+    "TokenModel",
+    "Trace",
+    "Verdict",
+    "Workload",
+    "__version__",
+    "open_impl",
+    "verify",
+]

@@ -1,6 +1,7 @@
-"""Installed like a library (issue 17): a wheel built from this checkout, installed into a
-fresh venv, works from a course's own folder, even one whose project has modules named
-like ours, and puts nothing but `schedcheck` into site-packages.
+"""One package (issues 17 and 25): the wheel holds, byte for byte, the files the tests run,
+under one importable name, `schedcheck`, as an editable install does; installed into a
+fresh venv it works from a course's own folder, even one whose project has modules named
+like the rooms of the checkout (scheduler, invariants, strategies).
 
 The fresh venv gets its dependencies from the package index pip is configured with, as a
 course's CI would. One venv serves the module's tests (they only read from it). The default
@@ -30,6 +31,7 @@ COURSE = {
     "invariants.py": "raise ImportError('the course invariants')\n",
     "strategies/__init__.py": "",
     "harness/__init__.py": "",
+    "model/__init__.py": "",
     "conftest.py": "",
     "tests/__init__.py": "",
     "tests/test_course.py": (
@@ -38,6 +40,18 @@ COURSE = {
         "    assert 'site-packages' not in harness.__file__ + strategies.__file__\n"
     ),
 }
+
+
+# The test `check` prints for a student to paste, for one of the spec's workloads: it must
+# run with nothing but the installed package (its public API).
+HINTS = (
+    "import json, textwrap\n"
+    "from schedcheck.strategies.examples import EXAMPLES\n"
+    "from schedcheck.verdict.report import replay_hints\n"
+    "text = replay_hints('mine/p07_scheduler.py', EXAMPLES['example2'], None)\n"
+    "test = textwrap.dedent(text.split('test file:', 1)[1])\n"
+    "print(json.dumps(test))\n"
+)
 
 
 def sh(*command: str | Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -84,6 +98,54 @@ def course(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def package_files() -> dict[str, Path]:
+    """What the package holds in the checkout, by its name inside the wheel: every file
+    below schedcheck/ (through the links to scheduler/, invariants/, strategies/, docs/)
+    but caches, and of docs/ only the two the wheel takes."""
+    found = {}
+    for folder, dirs, files in os.walk(ROOT / "schedcheck", followlinks=True):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".hypothesis")]
+        for name in files:
+            path = Path(folder) / name
+            inside = path.relative_to(ROOT).as_posix()
+            if inside.startswith("schedcheck/docs/") and name not in ("spec.md", "contract.md"):
+                continue
+            if name.endswith((".py", ".json", ".md")):
+                found[inside] = path
+    return found
+
+
+def test_the_wheel_holds_the_checkouts_files_byte_for_byte(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    held = {n: archive.read(n) for n in archive.namelist() if not n.endswith("/")}
+    held = {n: data for n, data in held.items() if ".dist-info/" not in n}
+    ours = package_files()
+    assert sorted(held) == sorted(ours)
+    different = [name for name, path in ours.items() if path.read_bytes() != held[name]]
+    assert not different, different
+
+
+def test_an_editable_install_exposes_the_same_one_name(tmp_path: Path) -> None:
+    """From a folder of its own (not the checkout's root, which holds the rooms' folders),
+    the rooms are importable under schedcheck only, from this checkout's files."""
+    code = (
+        "import importlib, json, schedcheck.scheduler, schedcheck.invariants.checks\n"
+        "leaked = []\n"
+        "for name in ('scheduler', 'invariants', 'strategies', 'harness', 'suite', 'model'):\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "        leaked.append(name)\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "print(json.dumps([leaked, schedcheck.scheduler.__file__]))\n"
+    )
+    done = sh(sys.executable, "-c", code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    leaked, where = json.loads(done.stdout)
+    assert leaked == []
+    assert Path(where).resolve() == (ROOT / "scheduler" / "__init__.py").resolve()
+
+
 def test_only_schedcheck_is_installed(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
@@ -109,7 +171,8 @@ def test_pytest_impl_runs_ours_beside_the_courses_tests(venv: Path, course: Path
     alone = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", cwd=course)
     assert alone.returncode == 0 and "1 passed" in alone.stdout, alone.stdout + alone.stderr
     both = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--impl",
-              "mine/p07_scheduler.py", "--hypothesis-profile", "ci", cwd=course)  # fmt: skip
+              "mine/p07_scheduler.py", "--hypothesis-profile", "schedcheck-ci",
+              cwd=course)  # fmt: skip
     assert both.returncode == 0, both.stdout + both.stderr
     ran = int(both.stdout.split(" passed")[0].rsplit(None, 1)[-1])
     assert ran > 10, both.stdout  # the course's one test, and schedcheck's properties
@@ -135,6 +198,11 @@ def test_every_mode_works_installed(venv: Path, course: Path) -> None:
     graded = json.loads((course / "graded" / "report.json").read_text())
     verdicts = {Path(e["path"]).name: e["verdict"] for e in graded["submissions"]}
     assert verdicts == {"p07_scheduler.py": "pass", "preempts_oldest.py": "fail"}
+    hints = json.loads(sh(venv / "python", "-c", HINTS, cwd=course).stdout)
+    (course / "tests" / "test_regression.py").write_text(hints)
+    pasted = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", "tests/test_regression.py",
+                cwd=course)  # fmt: skip
+    assert pasted.returncode == 0 and "1 passed" in pasted.stdout, pasted.stdout + pasted.stderr
     for doc, first in (("spec", "# The P07 scheduler"), ("contract", "#")):
         shown = sh(cmd, doc, cwd=course)
         assert shown.returncode == 0 and shown.stdout.startswith(first), shown.stdout[:200]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from schedcheck import faults
 from schedcheck.drive.impl import Implementation, open_impl
-from schedcheck.invariants.violation import PRIORITY
+from schedcheck.invariants.catalogue import priority
 from schedcheck.model.regression import Regression
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox.process import Limits
@@ -20,13 +20,6 @@ from schedcheck.strategies.exhaustive import SCOPES
 from schedcheck.verdict.html import page
 from schedcheck.verdict.report import replay_hints
 from schedcheck.verdict.verify import verify
-
-ISOLATION = {  # what each level is, in a line (docs/isolation.md has the table)
-    "full": "a uid of its own, its own PID, mount and network namespaces",
-    "uid": "a uid of its own, no namespaces on this machine",
-    "process": "a process of your own user: not root, so no uid of its own",
-    "none": "in this very process (--in-process: trusted code only)",
-}
 
 
 def replay(impl: Implementation, path: Path, targets: list[str], html: str | None = None) -> int:
@@ -50,8 +43,7 @@ def replay(impl: Implementation, path: Path, targets: list[str], html: str | Non
 
 def draw_saved(args: argparse.Namespace, path: Path, failures: Path) -> None:
     """Draw the saved counterexample of the most specific check that fired."""
-    saved = sorted(failures.glob("*.json"), key=lambda p: PRIORITY.index(p.stem)
-                   if p.stem in PRIORITY else len(PRIORITY))  # fmt: skip
+    saved = sorted(failures.glob("*.json"), key=lambda p: priority(p.stem))
     if not saved:
         return
     limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)

@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 from schedcheck import faults
-from schedcheck.cli.modes import ISOLATION
 from schedcheck.engine.checks import POLICIES, active
 from schedcheck.engine.html import engine_page
 from schedcheck.engine.isolated import IsolatedEngine
@@ -28,6 +27,7 @@ from schedcheck.engine.strategies import LABELS
 from schedcheck.engine.verdict import Runs, Undrivable, verify_engine
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.faults import SubmissionError
+from schedcheck.sandbox.box import LEVELS
 from schedcheck.sandbox.process import Limits
 
 
@@ -118,7 +118,7 @@ def engine_command(args: argparse.Namespace) -> int:
     try:
         if args.replay:
             print(f"checks: {' '.join(checks)}")
-            print(f"isolation: {engine.isolation} ({ISOLATION[engine.isolation]})")
+            print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
             return replay(engine, shown, args.replay, checks)
         chunked = {"chunked": True, "whole": False}.get(args.prefill or "")
         how = "set with --prefill"
@@ -127,7 +127,7 @@ def engine_command(args: argparse.Namespace) -> int:
         kind = "chunked" if chunked else "whole (each workload's budget holds its longest sequence)"
         print(f"prefill: {kind} ({how})")
         print(f"checks: {' '.join(checks)}" + _switched(checks))
-        print(f"isolation: {engine.isolation} ({ISOLATION[engine.isolation]})")
+        print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
         found = search_engine(engine, args.examples, checks, chunked)
     except Undrivable as e:
         print(f"schedcheck engine: {shown} cannot be driven as nano-vllm's {e}", file=sys.stderr)

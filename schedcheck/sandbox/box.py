@@ -24,6 +24,14 @@ import resource
 import signal
 from dataclasses import dataclass
 
+# What each isolation level is, in a line (docs/isolation.md has the table).
+LEVELS = {
+    "full": "a uid of its own, its own PID, mount and network namespaces",
+    "uid": "a uid of its own, no namespaces on this machine",
+    "process": "a process of your own user: not root, so no uid of its own",
+    "none": "in this very process (--in-process: trusted code only)",
+}
+
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x4000, 1 << 18, 0x2, 0x4
