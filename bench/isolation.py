@@ -14,10 +14,10 @@ import time
 from schedcheck.drive.impl import Implementation, InProcess
 from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import load_impl
+from schedcheck.drive.standalone import reference_file
 from schedcheck.model.workload import Workload
 from schedcheck.strategies.workloads import fixed_sample
 from schedcheck.verdict.verify import verify
-from tests.catalogue import reference_file
 
 SUBMISSION = reference_file()  # the reference as one standalone file, as a box loads it
 COUNT = 300

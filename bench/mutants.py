@@ -13,9 +13,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from schedcheck.drive.standalone import standalone
 from schedcheck.model.regression import Regression
 from schedcheck.search.hunt import hunt
-from tests.catalogue import standalone
 
 MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"
 

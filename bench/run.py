@@ -36,13 +36,13 @@ from schedcheck.drive.driver import run
 from schedcheck.drive.impl import InProcess
 from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import load_impl
+from schedcheck.drive.standalone import standalone
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.exhaustive import check_exhaustive
 from schedcheck.strategies.exhaustive import SCOPES
 from schedcheck.strategies.workloads import any_workloads, fixed_sample
 from schedcheck.verdict.verify import verify
-from tests.catalogue import standalone
 
 ROOT = Path(__file__).resolve().parent.parent
 ANALYSIS = """

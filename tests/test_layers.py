@@ -86,3 +86,12 @@ def test_the_check_fires_on_an_import_upward(tmp_path: Path) -> None:
     found = imports(bad)
     assert found == ["schedcheck.model.trace", "schedcheck.faults"]
     assert LEVEL[room(found[0])] > LEVEL["sandbox"] >= LEVEL[room(found[1])]
+
+
+def test_the_benchmarks_import_nothing_from_the_tests() -> None:
+    """bench/ measures the product: what it needs of the catalogue it reads as files."""
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        named = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        named += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert not [m for m in named if m.split(".")[0] == "tests"], path
