@@ -19,7 +19,8 @@ from schedcheck import faults
 from schedcheck.cli.main import main
 from schedcheck.faults import CheckFailed, verdict_checks
 from schedcheck.grading.grade import grade_one
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.grading.report import Verdict
+from schedcheck.sandbox.process import Limits
 from tests.helpers import ROOT
 
 CORRECT = ROOT / "tests" / "equivalents" / "one_pass.py"
@@ -79,8 +80,8 @@ def test_a_worker_that_cannot_start_is_ours(
 def test_grade_agrees_a_fault_of_ours_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "executable", "/bin/false")
     entry = grade_one(str(CORRECT), Limits(), budget=60, size=5)
-    assert entry["verdict"] == "error", entry
-    assert "before it read the submission" in entry["failures"][0]["message"]
+    assert entry.verdict is Verdict.ERROR, entry
+    assert "before it read the submission" in entry.failures[0].message
 
 
 class Group(Exception):

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from schedcheck.cli.main import main
-from schedcheck.grading.grade import grade_one
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.grading.grade import GROUPS, grade_one
+from schedcheck.grading.report import Entry, Failure, GroupState, Report, Verdict
+from schedcheck.sandbox.process import Limits
+from schedcheck.strategies.examples import EXAMPLES
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 
@@ -62,7 +64,8 @@ def test_the_sample_reaches_a_bug_the_examples_show_too() -> None:
     itself as well: its fcfs group fails on a workload of the sample (the first 50)."""
     bob = standalone(CLASS["bob"][0])
     entry = grade_one(str(bob), Limits(call_timeout=0.5), budget=300.0, size=50)
-    assert entry["checks"]["examples"] == "fail" and entry["checks"]["fcfs"] == "fail", entry
+    assert entry.checks["examples"] is GroupState.FAIL, entry
+    assert entry.checks["fcfs"] is GroupState.FAIL, entry
 
 
 def test_the_three_files_and_a_page_per_failure(graded: tuple[Path, Path]) -> None:
@@ -99,17 +102,17 @@ def test_a_submission_that_hangs_past_the_budget_fails_on_what_it_showed() -> No
     which would leave a Gradescope student without a score for a bug of their own."""
     hangs = standalone(ROOT / "tests" / "mutants" / "infinite_loop_full_house.py")
     entry = grade_one(str(hangs), Limits(call_timeout=0.3), budget=4, size=200)
-    assert entry["verdict"] == "fail", entry["failures"]
-    assert entry["checks"]["contract"] == "fail"
-    assert "not run" in entry["checks"].values()
-    assert "budget" in entry["failures"][-1]["message"]
+    assert entry.verdict is Verdict.FAIL, entry.failures
+    assert entry.checks["contract"] is GroupState.FAIL
+    assert GroupState.NOT_RUN in entry.checks.values()
+    assert "budget" in entry.failures[-1].message
 
 
 def test_a_correct_submission_over_the_budget_is_our_error() -> None:
     """No failure seen, the sample not finished: nothing to judge on, so no verdict."""
     entry = grade_one(str(standalone(ROOT / "tests" / "equivalents" / "one_pass.py")),
                       Limits(), budget=0, size=20)  # fmt: skip
-    assert entry["verdict"] == "error", entry
+    assert entry.verdict is Verdict.ERROR, entry
 
 
 def test_code_that_sorts_by_seq_id_fails_the_sample() -> None:
@@ -118,5 +121,64 @@ def test_code_that_sorts_by_seq_id_fails_the_sample() -> None:
     otherwise now."""
     sorts = standalone(ROOT / "tests" / "mutants" / "sorts_by_seq_id.py")
     entry = grade_one(str(sorts), Limits(), budget=60, size=60)
-    assert entry["verdict"] == "fail", entry["checks"]
-    assert {f["check"] for f in entry["failures"]} & {"A1", "R1"}, entry["failures"]
+    assert entry.verdict is Verdict.FAIL, entry.checks
+    assert {f.check for f in entry.failures} & {"A1", "R1"}, entry.failures
+
+
+def test_report_json_reads_back_as_it_was_written(graded: tuple[Path, Path]) -> None:
+    """Merging reads each shard's report.json into types and writes it again: nothing may
+    be lost or changed on the way, for any entry (pass, fail, a contract failure)."""
+    for out in graded:
+        data = json.loads((out / "report.json").read_text())
+        report = Report.from_dict(data)
+        assert report.to_dict() == data
+        assert Report.from_dict(report.to_dict()) == report
+        assert {e.verdict for e in report.submissions} == {Verdict.PASS, Verdict.FAIL}
+
+
+def test_an_entry_is_written_in_the_documented_shape() -> None:
+    """docs/grading.md's report.json entry, key for key: `requests` and `steps` only with a
+    workload, `isolation` and `page` only when known, the page's HTML never."""
+    workload = EXAMPLES[next(iter(EXAMPLES))]
+    checks = dict.fromkeys(GROUPS, GroupState.PASS) | {
+        "examples": GroupState.FAIL,
+        "fcfs": GroupState.FAIL,
+        "lockstep": GroupState.NOT_RUN,
+    }
+    shrunk = Failure("F1", "F1 at step 2, schedule(): ...", workload, steps=4)
+    entry = Entry(
+        "/class/bob/p07_scheduler.py",
+        Verdict.FAIL,
+        checks,
+        (shrunk, Failure("", "grading stopped at its 300 s budget")),
+        isolation="process",
+        page="pages/bob_p07_scheduler_py-0123abcd.html",
+        page_html="<!DOCTYPE html>",
+    )
+    states = {group: "pass" for group in GROUPS}
+    assert entry.to_dict() == {
+        "path": "/class/bob/p07_scheduler.py",
+        "verdict": "fail",
+        "checks": states | {"examples": "fail", "fcfs": "fail", "lockstep": "not run"},
+        "failures": [
+            {
+                "check": "F1",
+                "message": "F1 at step 2, schedule(): ...",
+                "workload": json.loads(workload.to_json()),
+                "requests": len(workload.requests),
+                "steps": 4,
+            },
+            {"check": "", "message": "grading stopped at its 300 s budget", "workload": None},
+        ],
+        "isolation": "process",
+        "page": "pages/bob_p07_scheduler_py-0123abcd.html",
+    }
+    read = Entry.from_dict(entry.to_dict())
+    assert read.failures[0].workload == workload and read.page_html is None
+    broke = Entry("/class/x.py", Verdict.ERROR, {}, (Failure("", "RuntimeError()"),))
+    assert broke.to_dict() == {
+        "path": "/class/x.py",
+        "verdict": "error",
+        "checks": {},
+        "failures": [{"check": "", "message": "RuntimeError()", "workload": None}],
+    }

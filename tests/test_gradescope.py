@@ -14,6 +14,7 @@ from schedcheck import faults
 from schedcheck.cli import check as check_module
 from schedcheck.cli.main import main
 from schedcheck.grading.gradescope import VISIBILITY
+from schedcheck.grading.report import Entry, Failure, Verdict
 from tests.catalogue import standalone
 from tests.helpers import ROOT
 
@@ -61,8 +62,8 @@ def test_a_mutant_gets_partial_credit_and_a_replayable_counterexample(tmp_path: 
 
 
 def test_our_own_fault_writes_no_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*args: object) -> dict[str, Any]:
-        return {"verdict": "error", "checks": {}, "failures": [{"message": "grader broke"}]}
+    def broken(*args: object) -> Entry:
+        return Entry(str(EQUIVALENT), Verdict.ERROR, {}, (Failure("", "grader broke"),))
 
     monkeypatch.setattr(check_module, "grade_one", broken)
     written = tmp_path / "results.json"

@@ -28,7 +28,8 @@ from schedcheck.engine.command import add_parser, engine_command
 from schedcheck.faults import SubmissionError
 from schedcheck.grading import gradebook
 from schedcheck.grading.grade import SAMPLE_SIZE, discover, grade_many, shard
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.grading.report import Verdict
+from schedcheck.sandbox.process import Limits
 from schedcheck.search.fuzz import campaign
 from schedcheck.strategies.exhaustive import SCOPES
 
@@ -160,7 +161,7 @@ def grade(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"schedcheck grade: {e}", file=sys.stderr)
         return faults.USAGE
-    verdicts = [entry["verdict"] for entry in report["submissions"]]
-    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("pass", "fail", "error"))
+    verdicts = [entry.verdict for entry in report.submissions]
+    counts = ", ".join(f"{verdicts.count(v)} {v.value}" for v in Verdict)  # pass, fail, error
     print(f"graded {len(verdicts)} submissions ({counts}); reports in {out}")
     return 0

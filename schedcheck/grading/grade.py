@@ -9,21 +9,21 @@ whatever the machine), so grading the same files twice gives the same report.
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
 
 from hypothesis import find
 from hypothesis.errors import NoSuchExample
 
+from schedcheck.drive.isolated import Isolated
 from schedcheck.faults import CheckerError, SubmissionError
+from schedcheck.grading.report import Entry, Failure, GroupState, Verdict
 from schedcheck.invariants import catalogue
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.workload import Workload
-from schedcheck.sandbox.isolation import Isolated, Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search.hunt import SEARCH
 from schedcheck.strategies.examples import EXAMPLES
 from schedcheck.strategies.workloads import any_workloads, fixed_sample
@@ -47,53 +47,50 @@ class OverBudget(Exception):
     """Grading this submission took longer than its time budget."""
 
 
-def note(message: str) -> dict[str, Any]:
-    """A failure with no workload: the contract, or the grader's own trouble."""
-    return {"check": "", "message": message, "workload": None}
+def note(message: str) -> Failure:
+    """A failure with no workload: the grader's own trouble, or its budget."""
+    return Failure("", message)
 
 
-def failure(violation: Violation, workload: Workload, steps: int) -> dict[str, Any]:
-    return {
-        "check": violation.check,
-        "message": str(violation),
-        "workload": json.loads(workload.to_json()),
-        "requests": len(workload.requests),
-        "steps": steps,
-    }
+def failure(violation: Violation, workload: Workload, steps: int) -> Failure:
+    return Failure(violation.check, str(violation), workload, steps)
 
 
-def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE) -> dict[str, Any]:
+def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE) -> Entry:
     """The report entry of one submission (see docs/grading.md)."""
-    result: dict[str, Any] = {"path": path, "verdict": "pass", "failures": [],
-                              "checks": dict.fromkeys(GROUPS, "not run")}  # fmt: skip
-    checks, failures = result["checks"], result["failures"]
+    checks = dict.fromkeys(GROUPS, GroupState.NOT_RUN)
+    failures: list[Failure] = []
+    isolation: str | None = None  # None until the worker says: no key in report.json
     worker = Isolated(path, limits)
     deadline = time.monotonic() + budget
+
+    def entry(verdict: Verdict, found: list[Failure], page_html: str | None = None) -> Entry:
+        """The entry as grading stands now (a copy: `checks` is still being filled)."""
+        return Entry(path, verdict, dict(checks), tuple(found), isolation, page_html=page_html)
+
     try:
         worker.start()
     except SubmissionError as e:
-        result["isolation"] = worker.isolation or "unknown"
-        checks["contract"] = "fail"
-        failures.append({**note(str(e)), "check": "C1"})
-        result["verdict"] = "fail"
-        return result
+        isolation = worker.isolation or "unknown"
+        checks["contract"] = GroupState.FAIL
+        return entry(Verdict.FAIL, [Failure("C1", str(e))])
     except CheckerError as e:  # ours, as `schedcheck check`'s exit 3 (harness/faults.py)
-        return {**result, "verdict": "error", "failures": [note(str(e))]}
-    result["isolation"] = worker.isolation  # the level in effect (docs/isolation.md)
+        return entry(Verdict.ERROR, [note(str(e))])
+    isolation = worker.isolation  # the level in effect (docs/isolation.md)
     failing: dict[str, Workload] = {}
+    page_html: str | None = None
     try:
-        checks["examples"] = "pass"
+        checks["examples"] = GroupState.PASS
         for workload in EXAMPLES.values():
             verdict = verify(worker, workload)
             if verdict.ok:
                 continue
-            checks["examples"] = "fail"
+            checks["examples"] = GroupState.FAIL
             failures.append(failure(verdict.violations[0], workload, len(verdict.trace.steps)))
             if verdict.violations[0].check == "C1":
                 # It cannot even run the spec's examples: nothing else can be judged.
-                checks["contract"] = result["verdict"] = "fail"
-                result["page_html"] = page(worker, workload)
-                return result
+                checks["contract"] = GroupState.FAIL
+                return entry(Verdict.FAIL, failures, page(worker, workload))
             break
         completed = 0
         for workload in fixed_sample(size):
@@ -104,39 +101,36 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
             for v in violations:
                 failing.setdefault(GROUP_OF[v.check], workload)
         # A group only passes on evidence: most of the sample must have run to the end.
-        judged = completed * 2 >= size
+        unfailed = GroupState.PASS if completed * 2 >= size else GroupState.NOT_RUN
         for group in GROUPS:
             if group != "examples":
-                checks[group] = "fail" if group in failing else "pass" if judged else "not run"
+                checks[group] = GroupState.FAIL if group in failing else unfailed
         shrunk: list[Workload] = []
         for group in sorted(failing, key=list(GROUPS).index):
             failures.append(shrink(worker, group, deadline, shrunk))
-        drawn = next((f for f in failures if f.get("workload")), None)
+        drawn = next((f.workload for f in failures if f.workload is not None), None)
         if drawn is not None:
-            result["page_html"] = page(worker, Workload.from_dict(drawn["workload"]))
+            page_html = page(worker, drawn)
     except CheckerError as e:
-        return {**result, "verdict": "error", "failures": [note(str(e))]}
+        return entry(Verdict.ERROR, [note(str(e))])
     except OverBudget:
-        if not failing and checks["examples"] != "fail":  # no evidence either way: ours
-            result["verdict"] = "error"
-            failures.append(note(f"grading took over {budget:g} s"))
-            return result
+        if not failing and checks["examples"] is not GroupState.FAIL:  # no evidence: ours
+            return entry(Verdict.ERROR, [*failures, note(f"grading took over {budget:g} s")])
         # What failed did fail (a submission that hangs spends the budget on its hangs):
         # a verdict on that evidence, and what was not reached is not judged.
         for group in failing:
-            checks[group] = "fail"
-        failures.append(note(f"grading stopped at its {budget:g} s budget; groups marked "
-                             "'not run' were not judged"))  # fmt: skip
-        result["verdict"] = "fail"
-        return result
+            checks[group] = GroupState.FAIL
+        stopped = note(
+            f"grading stopped at its {budget:g} s budget; groups marked 'not run' were not judged"
+        )
+        return entry(Verdict.FAIL, [*failures, stopped])
     finally:
         worker.stop()
-    if any(state == "fail" for state in checks.values()):
-        result["verdict"] = "fail"
-    return result
+    failed = any(state is GroupState.FAIL for state in checks.values())
+    return entry(Verdict.FAIL if failed else Verdict.PASS, failures, page_html)
 
 
-def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]) -> dict[str, Any]:
+def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]) -> Failure:
     """The smallest workload the search finds that breaks `group`, and what broke.
 
     One bug often breaks several groups: a workload already shrunk for an earlier group
@@ -155,7 +149,7 @@ def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]
         try:
             workload = find(any_workloads(), breaks, settings=SEARCH)
         except NoSuchExample:  # the sample found one the search does not reach: keep that
-            return {**note("failed on the sample; the search did not reach it"), "check": group}
+            return Failure(group, "failed on the sample; the search did not reach it")
         shrunk.append(workload)
     verdict = verify(worker, workload, checks)
     violation = verdict.violations[0]
@@ -164,7 +158,7 @@ def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]
 
 def grade_many(
     paths: list[str], jobs: int, limits: Limits, budget: float, size: int = SAMPLE_SIZE
-) -> list[dict[str, Any]]:
+) -> list[Entry]:
     """Grade `paths` `jobs` at a time, each in processes of its own; report in path order."""
     context = get_context("spawn")  # a fresh interpreter per grader: nothing is shared
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
@@ -173,10 +167,8 @@ def grade_many(
         for path, future in futures.items():
             try:
                 results.append(future.result())
-            except Exception as e:  # the grader itself broke on this one
-                results.append(
-                    {"path": path, "verdict": "error", "checks": {}, "failures": [note(repr(e))]}
-                )
+            except Exception as e:  # the grader itself broke on this one: no group judged
+                results.append(Entry(path, Verdict.ERROR, {}, (note(repr(e)),)))
     return results
 
 

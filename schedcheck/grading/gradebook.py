@@ -11,12 +11,11 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from schedcheck.grading.grade import GROUPS
-
-Report = dict[str, Any]
+from schedcheck.grading.report import Entry, Failure, GroupState, Report, Verdict
 
 
 def page_name(path: str) -> str:
@@ -26,17 +25,21 @@ def page_name(path: str) -> str:
     return f"pages/{readable}-{digest}.html"
 
 
-def write(results: list[dict[str, Any]], out: Path) -> Report:
-    """Write the three files, and a page per failing submission, into `out`."""
+def write(results: list[Entry], out: Path) -> Report:
+    """Write the three files, and a page per failing submission, into `out`; the report
+    returned names each page instead of holding its HTML."""
     out.mkdir(parents=True, exist_ok=True)
+    written: list[Entry] = []
     for entry in results:
-        html = entry.pop("page_html", None)
-        if html is not None:
-            entry["page"] = page_name(entry["path"])
-            (out / entry["page"]).parent.mkdir(exist_ok=True)
-            (out / entry["page"]).write_text(html)
-    report = {"submissions": sorted(results, key=lambda r: str(r["path"]))}
-    (out / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+        if entry.page_html is not None:
+            name = page_name(entry.path)
+            (out / name).parent.mkdir(exist_ok=True)
+            (out / name).write_text(entry.page_html)
+            entry = replace(entry, page=name, page_html=None)
+        written.append(entry)
+    report = Report(tuple(sorted(written, key=lambda e: e.path)))
+    text = json.dumps(report.to_dict(), indent=1, sort_keys=True)
+    (out / "report.json").write_text(text + "\n")
     (out / "junit.xml").write_text(junit(report))
     (out / "summary.md").write_text(summary(report))
     return report
@@ -44,51 +47,53 @@ def write(results: list[dict[str, Any]], out: Path) -> Report:
 
 def merge(outs: list[Path], out: Path) -> Report:
     """One report from the reports of several shards (their submissions do not overlap)."""
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, Entry] = {}
     for directory in outs:
-        for entry in json.loads((directory / "report.json").read_text())["submissions"]:
-            if entry["path"] in results:
-                raise ValueError(f"{entry['path']} is graded in two of the reports")
-            results[entry["path"]] = entry
-            if "page" in entry:
+        shard = Report.from_dict(json.loads((directory / "report.json").read_text()))
+        for entry in shard.submissions:
+            if entry.path in results:
+                raise ValueError(f"{entry.path} is graded in two of the reports")
+            results[entry.path] = entry
+            if entry.page is not None:
                 (out / "pages").mkdir(parents=True, exist_ok=True)
-                shutil.copy(directory / entry["page"], out / entry["page"])
+                shutil.copy(directory / entry.page, out / entry.page)
     return write(list(results.values()), out)
 
 
 def junit(report: Report) -> str:
     """One testcase per submission x check group, for CI dashboards."""
     suites = ET.Element("testsuites", name="schedcheck grade")
-    for entry in report["submissions"]:
-        suite = ET.SubElement(suites, "testsuite", name=entry["path"])
+    for entry in report.submissions:
+        suite = ET.SubElement(suites, "testsuite", name=entry.path)
         properties = ET.SubElement(suite, "properties")
-        ET.SubElement(properties, "property", name="isolation", value=entry.get("isolation", ""))
+        ET.SubElement(properties, "property", name="isolation", value=entry.isolation or "")
         counts = {"tests": 0, "failures": 0, "skipped": 0, "errors": 0}
         for group in GROUPS:
-            state = entry["checks"].get(group, "not run")
-            case = ET.SubElement(suite, "testcase", classname=entry["path"], name=group)
+            state = entry.checks.get(group, GroupState.NOT_RUN)
+            case = ET.SubElement(suite, "testcase", classname=entry.path, name=group)
             counts["tests"] += 1
-            if state == "fail":
+            if state is GroupState.FAIL:
                 counts["failures"] += 1
-                first = next((f for f in entry["failures"] if _group(f) == group), None)
-                message = first["message"] if first else "failed"
+                first = next((f for f in entry.failures if _group(f) == group), None)
+                message = first.message if first else "failed"
                 ET.SubElement(case, "failure", message=message.splitlines()[0]).text = message
-            elif state == "not run":
+            elif state is GroupState.NOT_RUN:
                 counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message=f"not run: verdict {entry['verdict']}")
-        if entry["verdict"] == "error":
+                verdict = entry.verdict.value
+                ET.SubElement(case, "skipped", message=f"not run: verdict {verdict}")
+        if entry.verdict is Verdict.ERROR:
             counts["errors"] += 1
             error = ET.SubElement(suite, "error", message="grading failed")
-            error.text = "\n".join(f["message"] for f in entry["failures"])
+            error.text = "\n".join(f.message for f in entry.failures)
         for key, value in counts.items():
             suite.set(key, str(value))
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _group(failure: dict[str, Any]) -> str:
-    check = failure.get("check", "")
-    return next((g for g, checks in GROUPS.items() if check in checks), check)
+def _group(failure: Failure) -> str:
+    """The group a failure belongs to: its check's, or the group it names itself."""
+    return next((g for g, checks in GROUPS.items() if failure.check in checks), failure.check)
 
 
 def summary(report: Report) -> str:
@@ -97,17 +102,16 @@ def summary(report: Report) -> str:
         "| submission | verdict | groups passed | first failing check | shrunk size | isolation |",
         "|---|---|---|---|---|---|",
     ]
-    for entry in report["submissions"]:
-        checks = entry["checks"]
-        passed = sum(state == "pass" for state in checks.values())
-        first = entry["failures"][0] if entry["failures"] else None
+    for entry in report.submissions:
+        passed = sum(state is GroupState.PASS for state in entry.checks.values())
+        first = entry.failures[0] if entry.failures else None
         what = size = "-"
         if first is not None:
-            what = first["message"].splitlines()[0].replace("|", "\\|")[:120]
-            if first.get("workload") is not None:
-                size = f"{first['requests']} requests, {first['steps']} steps"
+            what = first.message.splitlines()[0].replace("|", "\\|")[:120]
+            if first.workload is not None:
+                size = f"{first.requests} requests, {first.steps} steps"
         lines.append(
-            f"| {entry['path']} | {entry['verdict']} | {passed}/{len(GROUPS)} | {what} | {size} "
-            f"| {entry.get('isolation') or '-'} |"
+            f"| {entry.path} | {entry.verdict.value} | {passed}/{len(GROUPS)} | {what} | {size} "
+            f"| {entry.isolation or '-'} |"
         )
     return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Gradescope's `results.json` from one graded submission (harness/grading/grade.py's entry).
+"""Gradescope's `results.json` from one graded submission (grade_one's `Entry`).
 
 One Gradescope test per check group of `grade`'s report.json, in the same order, each worth
 an equal share of the points: partial credit by group. A failing group's output is its
@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from schedcheck.grading.grade import GROUPS
+from schedcheck.grading.report import Entry, GroupState, Verdict
 from schedcheck.invariants.violation import CATALOGUE
 
 VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
@@ -28,21 +29,21 @@ def title(group: str) -> str:
 
 
 def results(
-    entry: dict[str, Any], seconds: float, points: float = 100.0, visibility: str = "visible"
+    entry: Entry, seconds: float, points: float = 100.0, visibility: str = "visible"
 ) -> dict[str, Any]:
     """The results.json of `entry` (verdict pass or fail; never error)."""
-    if entry["verdict"] not in ("pass", "fail"):
-        raise ValueError(f"verdict {entry['verdict']!r}: no score to give")
+    if entry.verdict not in (Verdict.PASS, Verdict.FAIL):
+        raise ValueError(f"verdict {entry.verdict.value!r}: no score to give")
     share = round(points / len(GROUPS), 4)
     tests: list[dict[str, Any]] = []
     for number, group in enumerate(GROUPS, 1):
-        state = entry["checks"].get(group, "not run")
+        state = entry.checks.get(group, GroupState.NOT_RUN)
         tests.append({
             "name": title(group),
             "number": str(number),
-            "score": share if state == "pass" else 0.0,
+            "score": share if state is GroupState.PASS else 0.0,
             "max_score": share,
-            "status": "passed" if state == "pass" else "failed",
+            "status": "passed" if state is GroupState.PASS else "failed",
             "output": _output(entry, group, state),
             "visibility": visibility,
         })  # fmt: skip
@@ -52,30 +53,30 @@ def results(
         "score": score,
         "execution_time": round(seconds),
         "output": f"schedcheck: {passed} of {len(tests)} check groups pass "
-        f"(isolation: {entry.get('isolation', 'unknown')}).",
+        f"(isolation: {'unknown' if entry.isolation is None else entry.isolation}).",
         "visibility": visibility,
         "stdout_visibility": "hidden",
         "tests": tests,
     }
 
 
-def _output(entry: dict[str, Any], group: str, state: str) -> str:
-    if state == "pass":
+def _output(entry: Entry, group: str, state: GroupState) -> str:
+    if state is GroupState.PASS:
         return "passes on the spec's examples and the whole sample"
-    if state == "not run":
+    if state is GroupState.NOT_RUN:
         return "not run: the submission could not be driven far enough to judge this"
     checks = GROUPS[group] or tuple(CATALOGUE)
-    found = next((f for f in entry["failures"] if f.get("check") in (*checks, group)), None)
+    found = next((f for f in entry.failures if f.check in (*checks, group)), None)
     if found is None:
         return "fails (see the other groups' counterexamples)"
-    text = str(found["message"])
-    if found.get("workload") is not None:
+    text = found.message
+    if found.workload is not None:
+        # The file `--replay` reads, its workload as report.json has it (to_json's order).
+        workload = found.to_dict()["workload"]
+        saved = {"check": found.check, "note": found.message, "workload": workload}
         text += (
             "\n\nthe smallest workload found; save it as failing.json and run\n"
             "  schedcheck check p07_scheduler.py --replay failing.json\n\n"
-            + json.dumps(
-                {"check": found["check"], "note": found["message"], "workload": found["workload"]},
-                indent=1,
-            )
+            + json.dumps(saved, indent=1)
         )
     return text
