@@ -1,4 +1,4 @@
-"""The engine checks, E1-E8, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E9, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (invariants/engine/kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
@@ -9,64 +9,37 @@ are running at once.
 
 E4 and E9 are policies, not safety: a fork may budget differently by design, so a run can
 switch them off (E4) or on (E9) by name. The others cannot be switched off.
+
+As the spec's checks are (invariants/catalogue.py), each is one entry of ENTRIES, at the
+end of this module, after the functions it names; CATALOGUE and POLICIES derive from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
 from schedcheck.engine.runner import RUNNERS, Runner
 from schedcheck.engine.trace import Copy, EngineTrace, Scheduled
-from schedcheck.invariants.violation import CheckInfo, Violation
+from schedcheck.invariants.violation import Violation
 
-CATALOGUE = {
-    c.id: c
-    for c in (
-        CheckInfo("E1", "positions scheduled stay inside the sequence",
-                  "the runner computes positions past the end, or none at all",
-                  ("num_cached_tokens advanced past a prefix-cache hit, then scheduled from "
-                   "there", "a full-prompt cache hit that leaves nothing to compute",
-                   "a block table too short for the positions computed")),
-        CheckInfo("E2", "every KV read finds what that position of that prefix wrote",
-                  "silently wrong outputs: the model attends to another sequence's or a "
-                  "stale block's KV", ("a prefix-cache hit that trusts a stale hash entry "
-                  "(the block was reused for other tokens)", "a block handed to two "
-                  "sequences at once", "KV written to a block the table no longer names")),
-        CheckInfo("E3", "the block pool adds up",
-                  "leaked or double-used KV blocks: capacity shrinks, or two sequences "
-                  "overwrite each other", ("a block freed twice", "a cache hit on a free "
-                  "block that is not taken out of the free list", "ref_count not raised "
-                  "on a shared block", "freed blocks kept cached in a map by hash: a "
-                  "second block of that hash drops the first from every container")),
-        CheckInfo("E4", "each step keeps max_num_batched_tokens and max_num_seqs (a policy)",
-                  "a step larger than the runner was sized for", ("a chunk not capped by "
-                  "the budget left", "decode not bounded by max_num_seqs")),
-        CheckInfo("E5", "every request finishes within the bound",
-                  "requests wait forever: a livelock or a lost sequence",
-                  ("a sequence dropped from both queues", "preemption that never lets "
-                   "anyone finish")),
-        CheckInfo("E6", "the engine raises nothing",
-                  "the serving loop crashes", ("see the message",)),
-        CheckInfo("E7", "every output equals the request's output run alone",
-                  "users get different text under load", ("a re-prefill after preemption "
-                  "whose sampled token is dropped", "a token appended to the wrong "
-                  "sequence")),
-        CheckInfo("E8", "a scheduled sequence's pickled copy carries what the runner needs",
-                  "tensor-parallel workers compute on missing or stale tokens",
-                  ("__getstate__ sends only the last token to a re-prefill after "
-                   "preemption", "a field missing from __getstate__")),
-        CheckInfo("E9", "at most max_num_seqs sequences are running at once (a policy, off "
-                  "unless asked for: nano-vllm PR #271)",
-                  "a resident sequence beyond the first max_num_seqs waits while the others "
-                  "decode", ("prefill admission counts only the sequences scheduled in this "
-                  "step, not those already running",)),
-    )
-}  # fmt: skip
+EngineCheckFunction = Callable[[EngineTrace], Iterator[Violation]]
 
 
-POLICIES = {"E4": True, "E9": False}  # the checks a run may switch, and their default
+@dataclass(frozen=True, kw_only=True)
+class EngineCheck:
+    """One engine check, as invariants/catalogue.py has the spec's: what it says and its code."""
+
+    id: str
+    title: str  # the rule in one line, as a failure report shows it
+    symptom: str
+    likely_bugs: tuple[str, ...]
+    function: EngineCheckFunction  # E5 and E6 share one: the failure the driver recorded
+    # None for a safety check, always made; for a policy, whether it is made unless a run
+    # switches it (E4 on, E9 off).
+    policy: bool | None = None
 
 
 def active(off: frozenset[str] = frozenset(), on: frozenset[str] = frozenset()) -> list[str]:
@@ -84,10 +57,9 @@ def active(off: frozenset[str] = frozenset(), on: frozenset[str] = frozenset()) 
 def check_engine(trace: EngineTrace, checks: list[str] | None = None) -> list[Violation]:
     """The checks (default: `active()`) on the trace; the earliest step first, then by id."""
     chosen = set(active() if checks is None else checks)
-    found: list[Violation] = []
-    for ids, check in CHECKS.items():
-        if set(ids.split("/")) & chosen:
-            found += list(check(trace))
+    # Each function once, though two checks share it (E5, E6): it reports either.
+    functions = dict.fromkeys(c.function for c in ENTRIES if c.id in chosen)
+    found = [v for function in functions for v in function(trace)]
     return sorted(found, key=lambda v: (v.step, v.check))
 
 
@@ -209,13 +181,106 @@ def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) 
     return None
 
 
-CHECKS: dict[str, Callable[[EngineTrace], Iterator[Violation]]] = {
-    "E1": check_e1,
-    "E2": check_e2,
-    "E3": check_e3,
-    "E4": check_e4,
-    "E5/E6": check_failure,
-    "E7": check_e7,
-    "E8": check_e8,
-    "E9": check_e9,
-}
+ENTRIES: tuple[EngineCheck, ...] = (
+    EngineCheck(
+        id="E1",
+        title="positions scheduled stay inside the sequence",
+        symptom="the runner computes positions past the end, or none at all",
+        likely_bugs=(
+            "num_cached_tokens advanced past a prefix-cache hit, then scheduled from there",
+            "a full-prompt cache hit that leaves nothing to compute",
+            "a block table too short for the positions computed",
+        ),
+        function=check_e1,
+    ),
+    EngineCheck(
+        id="E2",
+        title="every KV read finds what that position of that prefix wrote",
+        symptom="silently wrong outputs: the model attends to another sequence's or a stale "
+        "block's KV",
+        likely_bugs=(
+            "a prefix-cache hit that trusts a stale hash entry (the block was reused for other "
+            "tokens)",
+            "a block handed to two sequences at once",
+            "KV written to a block the table no longer names",
+        ),
+        function=check_e2,
+    ),
+    EngineCheck(
+        id="E3",
+        title="the block pool adds up",
+        symptom="leaked or double-used KV blocks: capacity shrinks, or two sequences overwrite "
+        "each other",
+        likely_bugs=(
+            "a block freed twice",
+            "a cache hit on a free block that is not taken out of the free list",
+            "ref_count not raised on a shared block",
+            "freed blocks kept cached in a map by hash: a second block of that hash drops the "
+            "first from every container",
+        ),
+        function=check_e3,
+    ),
+    EngineCheck(
+        id="E4",
+        title="each step keeps max_num_batched_tokens and max_num_seqs (a policy)",
+        symptom="a step larger than the runner was sized for",
+        likely_bugs=("a chunk not capped by the budget left", "decode not bounded by max_num_seqs"),
+        function=check_e4,
+        policy=True,
+    ),
+    EngineCheck(
+        id="E5",
+        title="every request finishes within the bound",
+        symptom="requests wait forever: a livelock or a lost sequence",
+        likely_bugs=(
+            "a sequence dropped from both queues",
+            "preemption that never lets anyone finish",
+        ),
+        function=check_failure,
+    ),
+    EngineCheck(
+        id="E6",
+        title="the engine raises nothing",
+        symptom="the serving loop crashes",
+        likely_bugs=("see the message",),
+        function=check_failure,
+    ),
+    EngineCheck(
+        id="E7",
+        title="every output equals the request's output run alone",
+        symptom="users get different text under load",
+        likely_bugs=(
+            "a re-prefill after preemption whose sampled token is dropped",
+            "a token appended to the wrong sequence",
+        ),
+        function=check_e7,
+    ),
+    EngineCheck(
+        id="E8",
+        title="a scheduled sequence's pickled copy carries what the runner needs",
+        symptom="tensor-parallel workers compute on missing or stale tokens",
+        likely_bugs=(
+            "__getstate__ sends only the last token to a re-prefill after preemption",
+            "a field missing from __getstate__",
+        ),
+        function=check_e8,
+    ),
+    EngineCheck(
+        id="E9",
+        title="at most max_num_seqs sequences are running at once (a policy, off unless asked "
+        "for: nano-vllm PR #271)",
+        symptom="a resident sequence beyond the first max_num_seqs waits while the others decode",
+        likely_bugs=(
+            "prefill admission counts only the sequences scheduled in this step, not those "
+            "already running",
+        ),
+        function=check_e9,
+        policy=False,
+    ),
+)
+
+CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
+"""Every engine check by id, E1-E9."""
+
+POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
+"""The checks a run may switch (E4, E9), and whether each is made unless switched."""
