@@ -13,8 +13,9 @@ import pytest
 
 from schedcheck.drive.driver import run
 from schedcheck.drive.loader import load_impl
+from schedcheck.invariants.catalogue import CATALOGUE, PRIORITY
 from schedcheck.invariants.checks import CHECKS, check_trace
-from schedcheck.invariants.violation import CATALOGUE, PRIORITY, Violation
+from schedcheck.invariants.violation import Violation
 from schedcheck.model.trace import Failure, Sample, Trace
 from schedcheck.model.workload import Workload
 from tests.helpers import ROOT, reference_trace, replace_step, tamper

@@ -15,8 +15,9 @@ from html import escape
 from schedcheck.drive.driver import run
 from schedcheck.drive.impl import Implementation
 from schedcheck.drive.loader import load_impl
+from schedcheck.invariants.catalogue import CATALOGUE
 from schedcheck.invariants.evidence import Evidence
-from schedcheck.invariants.violation import CATALOGUE, Violation
+from schedcheck.invariants.violation import Violation
 from schedcheck.model.trace import Trace
 from schedcheck.model.workload import Workload
 from schedcheck.verdict.report import describe_workload, explain, trace_table

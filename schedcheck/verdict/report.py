@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from schedcheck.invariants.violation import CATALOGUE, Violation
+from schedcheck.invariants.catalogue import CATALOGUE
+from schedcheck.invariants.violation import Violation
 from schedcheck.model.trace import State, Trace, show_schedule
 from schedcheck.model.workload import Workload
 

@@ -9,6 +9,7 @@ from schedcheck.drive.driver import run
 from schedcheck.drive.impl import Implementation, InProcess
 from schedcheck.drive.loader import REFERENCE, load_impl
 from schedcheck.faults import CheckerError, CheckFailed
+from schedcheck.invariants.catalogue import CATALOGUE
 from schedcheck.invariants.checks import CHECKS, check_trace
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.trace import Trace
@@ -47,18 +48,20 @@ def verify(
     checks: tuple[str, ...] = tuple(CHECKS),
     lockstep: bool | None = None,
 ) -> Verdict:
-    """Run `checks` on `impl`, with only the runs they need: the never-preempting twin for
-    D1, the reference for R1 (by default only where `impl` is not the reference)."""
+    """Run `checks` on `impl`, with only the runs they need (as the catalogue says): the
+    never-preempting twin for D1, the reference for R1 (by default only where `impl` is not
+    the reference)."""
     if isinstance(impl, ModuleType):
         impl = InProcess(impl, getattr(impl, "__file__", None) or impl.__name__)
     if lockstep is None:
         lockstep = impl.label != REFERENCE
-    reference = lockstep and "R1" in checks
+    needed = [CATALOGUE[check] for check in checks]
+    reference = lockstep and any(c.needs_reference for c in needed)
     trace, expected = impl.run_while(
         workload, lambda: run(load_impl(), workload) if reference else None
     )
     output = impl.output
-    twin = impl.run(workload.unconstrained()) if "D1" in checks else None
+    twin = impl.run(workload.unconstrained()) if any(c.needs_twin for c in needed) else None
     if expected is not None and expected.failure is not None:
         raise CheckerError(f"the reference failed on this workload: {expected.failure}")
     return Verdict(trace, check_trace(trace, expected, twin, only=checks), output)
