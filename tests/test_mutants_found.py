@@ -20,6 +20,7 @@ from hypothesis.errors import NoSuchExample
 
 from schedcheck import faults
 from schedcheck.cli.main import main
+from schedcheck.invariants.catalogue import IDS
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.hunt import SEARCH, hunt
 from tests.catalogue import standalone
@@ -27,7 +28,7 @@ from tests.helpers import ROOT, rotation_day
 
 MUTANTS = ROOT / "tests" / "mutants"
 NAMES = sorted(p.stem for p in MUTANTS.glob("*.py"))
-CHECK_IDS = {"C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1", "D1", "R1"}
+CHECK_IDS = set(IDS)
 # What only the checker's own faults print: none of it may appear in a mutant's FAIL.
 OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself failed")
 # A hang costs a call timeout per shrinking step (35 s): only in the costly run.
