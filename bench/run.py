@@ -8,7 +8,7 @@ Run: python -m bench.run [--quick]
 5. `schedcheck check` on a correct file: each stage's examples and their cost;
 6. bug-finding speed: workloads until each catalogued mutant is caught (median and maximum
    over seeds, with seconds);
-7. wall time of `pytest -n auto` in the ci profile.
+7. wall time of `pytest -n auto` in the schedcheck-ci profile (CI=true).
 Figures are medians of repeated runs; ratios where the machine's speed would blur them.
 The last line printed is `ratios: isolated/in-process=X step-cost-100k/1k=Y check/bare=Z`.
 """
@@ -39,6 +39,7 @@ from schedcheck.drive.loader import load_impl
 from schedcheck.drive.standalone import standalone
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox.process import Limits
+from schedcheck.search import profiles
 from schedcheck.search.exhaustive import check_exhaustive
 from schedcheck.strategies.exhaustive import SCOPES
 from schedcheck.strategies.workloads import any_workloads, fixed_sample
@@ -141,7 +142,8 @@ def stage_rates(path: Path) -> tuple[list[tuple[str, int, float, float]], float]
     """For each stage of `schedcheck check PATH`'s session on a correct file, 2 workers:
     (stage, examples, seconds from its first test's start to its last's end, seconds of
     its tests' own time summed over both cores); and the session's wall time."""
-    settings = Settings(path, "grade", "2", 2.0, 1024, False, Path(tempfile.mkdtemp()), False)
+    failures = Path(tempfile.mkdtemp())
+    settings = Settings(path, profiles.GRADE, "2", 2.0, 1024, False, failures, False)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch, open(os.devnull, "w") as log:
         results = run_stages(settings, Path(scratch), log, Console(io.StringIO()))
@@ -261,7 +263,7 @@ def main() -> None:
                           capture_output=True, text=True)  # fmt: skip
     wall = time.perf_counter() - start
     say(
-        f"- `pytest -n auto` (ci profile): {wall:.0f} s, exit {done.returncode}: "
+        f"- `pytest -n auto` (schedcheck-ci profile): {wall:.0f} s, exit {done.returncode}: "
         f"{done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ''}"
     )
 

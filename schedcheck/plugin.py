@@ -9,11 +9,21 @@ In a course's repository, `pytest --impl mine/p07_scheduler.py` runs schedcheck'
 properties (schedcheck/suite/: worked examples, invariants, differential, lockstep,
 stateful) against that file, isolated, beside the course's own tests. A run that names
 its own paths gets only those (add `--pyargs schedcheck.suite` to have ours too). Without
-`--impl` the plugin adds nothing: no test, no marker, no profile loaded.
+`--impl` the plugin adds nothing: no test, no marker, no Hypothesis profile registered or
+loaded (Hypothesis's registry is global: a course's profiles keep their names and settings).
 
 Options: `--impl PATH` (or SCHEDCHECK_IMPL; default "reference", the reference in
-`scheduler/`), `--in-process`, `--call-timeout S`, `--memory-mb MB`. The Hypothesis
-profiles are harness/search/profiles.py's; `--hypothesis-profile` picks one as usual.
+`scheduler/`), `--schedcheck-in-process`, `--schedcheck-call-timeout S`,
+`--schedcheck-memory-mb MB`: prefixed, so as not to clash with a course's own options. The
+Hypothesis profiles are schedcheck/search/profiles.py's (`schedcheck-dev`, `-ci`, `-fuzz`,
+`-grade`), registered in schedcheck's run only (with `--impl`, or a checkout's own run);
+`--hypothesis-profile` picks one as usual.
+
+Renamed after 0.2, the old spellings work for one more version, each with a deprecation
+warning in pytest's warnings summary: the options `--in-process`, `--call-timeout`,
+`--memory-mb` (only where nothing else in the run declares them: a course's conftest may
+have its own `--call-timeout`, and then it is theirs), and the profile names `dev`, `ci`,
+`fuzz`, `grade` in schedcheck's run.
 
 With SCHEDCHECK_OUTCOMES=FILE, every finished test adds one JSON line to FILE: its
 outcome and, for a failure, whether it is a verdict on the implementation (the ids of the
@@ -23,29 +33,43 @@ checks that fired, and schedcheck's own report) or our own fault (`"checks": nul
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from schedcheck import layout
 from schedcheck.drive.impl import Implementation, open_impl
 from schedcheck.drive.loader import REFERENCE
 from schedcheck.faults import SubmissionError, best, verdict_checks
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.process import Limits
 from schedcheck.search import profiles
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
 CHECKED = "SCHEDCHECK_CONTRACT_CHECKED"  # the file whose contract the caller has checked
 ISOLATION = pytest.StashKey[str]()
 
-# Registered now, so that --hypothesis-profile finds them; loaded (and registered again for
-# --impl's file) in pytest_configure, only in a run that is schedcheck's: another project's
-# pytest run in the same environment keeps Hypothesis's settings as they were.
-profiles.register(activate=False, ci=False)
+IN_PROCESS = "--schedcheck-in-process"
+CALL_TIMEOUT = "--schedcheck-call-timeout"
+MEMORY_MB = "--schedcheck-memory-mb"
+# The options' spellings up to 0.2, and what argparse needs to read each like its new one.
+RENAMED: dict[str, tuple[str, dict[str, Any]]] = {
+    "--in-process": (IN_PROCESS, {"nargs": 0, "const": True}),
+    "--call-timeout": (CALL_TIMEOUT, {"type": float}),
+    "--memory-mb": (MEMORY_MB, {"type": int}),
+}
+USED_OLD = "schedcheck_old_spellings"  # where _Renamed notes each old spelling it read
+
+
+class SchedcheckDeprecationWarning(pytest.PytestDeprecationWarning):
+    """A name of schedcheck's that the next version drops (an option, a profile): a course
+    can filter it as `ignore::schedcheck.plugin.SchedcheckDeprecationWarning`."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,24 +80,82 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the submission file to check (default: the reference; env SCHEDCHECK_IMPL)",
     )
     group.addoption(
-        "--in-process",
+        IN_PROCESS,
         action="store_true",
+        default=False,  # declared: an old spelling's hidden default must not take its place
         help="run the submission in the test process, not in an isolated worker (trusted code)",
     )
     group.addoption(
-        "--call-timeout", type=float, default=2.0, help="seconds for one schedule()/update()"
+        CALL_TIMEOUT,
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="seconds for one schedule()/update() (default 2)",
     )
-    group.addoption("--memory-mb", type=int, default=1024, help="memory cap of the worker")
+    group.addoption(
+        MEMORY_MB,
+        type=int,
+        default=1024,
+        metavar="MB",
+        help="memory cap of the worker (default 1024)",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, object, object]:
+    """Accept the options' old spellings, each that nothing else declares: after the initial
+    conftests (a course's options are known by then; declaring ours first would make theirs
+    fail to register), before pytest parses the command line for good."""
+    loaded = yield
+    group = parser.getgroup("schedcheck")
+    for old, (new, how) in RENAMED.items():
+        if _declared(parser, old):
+            continue  # someone else's option of that name: theirs, untouched
+        dest = new.removeprefix("--").replace("-", "_")
+        hidden = argparse.SUPPRESS  # no help line, and no default over the new option's
+        group.addoption(old, dest=dest, action=_Renamed, default=hidden, help=hidden, **how)
+    return loaded
+
+
+def _declared(parser: pytest.Parser, option: str) -> bool:
+    """Whether the run's parser knows `option` already; asked by parsing it alone, as pytest
+    has no public list of the options declared."""
+    try:
+        _, unknown = parser.parse_known_and_unknown_args([option])
+    except pytest.UsageError:
+        return True  # known, and missing the value it takes
+    return option not in unknown
+
+
+class _Renamed(argparse.Action):
+    """An option's old spelling: stores into the new option's place (the later of the two on
+    the command line wins, as for one option given twice) and notes that it was used, for
+    pytest_configure's deprecation warning."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+        setattr(namespace, USED_OLD, (*getattr(namespace, USED_OLD, ()), option_string))
 
 
 def limits(config: pytest.Config) -> Limits:
     return Limits(
-        call_timeout=config.getoption("--call-timeout"),
-        memory=config.getoption("--memory-mb") << 20,
+        call_timeout=config.getoption(CALL_TIMEOUT),
+        memory=config.getoption(MEMORY_MB) << 20,
     )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """In schedcheck's run only: register the profiles and choose one, add the suite, check
+    the submission's contract. First of all pytest_configure hooks: Hypothesis's loads the
+    profile `--hypothesis-profile` names in its own, so ours must be registered by then."""
+    _warn_of_old_options(config)
     if os.environ.get(OUTCOMES):
         config.pluginmanager.register(OutcomeLog(Path(os.environ[OUTCOMES]), config))
     where = config.getoption("--impl")
@@ -85,6 +167,7 @@ def pytest_configure(config: pytest.Config) -> None:
         profiles.register(where, os.environ.get(profiles.URL))
     except profiles.DatabaseError as e:
         raise pytest.UsageError(str(e)) from None
+    _choose_profile(config)
     if where == REFERENCE:
         return
     if not Path(where).is_file():
@@ -94,11 +177,48 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get(CHECKED) == str(Path(where).resolve()):
         return  # `schedcheck check` checked it, a moment ago, before it started this run
     try:  # the contract check: one message instead of a traceback in every test
-        checked = open_impl(where, config.getoption("--in-process"), limits(config))
+        checked = open_impl(where, config.getoption(IN_PROCESS), limits(config))
     except SubmissionError as e:
         pytest.exit(f"{where}: {e}", returncode=1)
     checked.stop()
     config.stash[ISOLATION] = checked.isolation
+
+
+def _warn_of_old_options(config: pytest.Config) -> None:
+    """A deprecation warning for each old option spelling the command line used (in the
+    controller: an xdist worker reads the same command line, and its warning would repeat)."""
+    if hasattr(config, "workerinput"):
+        return
+    for old in dict.fromkeys(getattr(config.option, USED_OLD, ())):
+        new = RENAMED[old][0]
+        _deprecated(config, f"{old} is deprecated; use {new} (the next version drops {old})")
+
+
+def _choose_profile(config: pytest.Config) -> None:
+    """Which of our profiles the run loads: the one `--hypothesis-profile` names (Hypothesis's
+    plugin loads it after this), an old name mapped to the new one, or, none named, dev
+    (schedcheck-ci where Hypothesis loaded its own `ci` because the variable CI is set)."""
+    named = config.getoption("--hypothesis-profile", None)  # None: Hypothesis's plugin is off
+    if named in profiles.OLD_NAMES:
+        new = profiles.OLD_NAMES[named]
+        if not hasattr(config, "workerinput"):  # the controller warned already
+            _deprecated(
+                config,
+                f"--hypothesis-profile={named} is deprecated; use --hypothesis-profile={new} "
+                f"(in the next version, {named!r} is Hypothesis's or your own profile)",
+            )
+        # Hypothesis's pytest_configure reads the option after ours (tryfirst) and loads it.
+        config.option.hypothesis_profile = new
+    elif not named:
+        current = settings.get_current_profile_name()
+        if current in ("default", "ci"):
+            settings.load_profile(profiles.CI if current == "ci" else profiles.DEV)
+
+
+def _deprecated(config: pytest.Config, message: str) -> None:
+    """Issue `message` as a deprecation warning: pytest shows it in the warnings summary, and
+    a course's filterwarnings applies to it."""
+    config.issue_config_time_warning(SchedcheckDeprecationWarning(message), stacklevel=3)
 
 
 def _a_checkouts_run(config: pytest.Config) -> bool:
@@ -135,7 +255,7 @@ def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
     """The implementation under test: the reference, or `--impl`'s file in a worker."""
     config = request.config
     implementation = open_impl(
-        config.getoption("--impl"), config.getoption("--in-process"), limits(config)
+        config.getoption("--impl"), config.getoption(IN_PROCESS), limits(config)
     )
     yield implementation
     implementation.stop()

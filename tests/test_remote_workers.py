@@ -56,7 +56,8 @@ def over_two_gateways(checkout: Path, *args: str) -> str:
     # starts in (as a remote machine does from its own checkout), before it changes to
     # chdir's; started here, it would import this checkout's.
     done = run_pytest(
-        "-d", "--tx", gateway, "--tx", gateway, "-k", SELECTION, "--hypothesis-profile", "ci",
+        "-d", "--tx", gateway, "--tx", gateway, "-k", SELECTION,
+        "--hypothesis-profile", "schedcheck-ci",
         "-vv", *args, cwd=checkout,  # -vv: run_pytest's -q, then -v
     )  # fmt: skip
     return f"exit {done.returncode}\n{done.stdout}{done.stderr}"

@@ -146,17 +146,17 @@ def _machine(tmp_path: Path, name: str, url: str, profile: str) -> list[dict[str
 def test_a_failure_found_on_one_machine_is_the_first_example_on_the_next(
     redis_url: str, tmp_path: Path
 ) -> None:
-    first = _machine(tmp_path, "one", redis_url, "dev")
+    first = _machine(tmp_path, "one", redis_url, profiles.DEV)
     assert first[0]["how_generated"] == "during generate phase"  # nothing to replay yet
     stored = _contents(redis_url)
     assert any(key.startswith(b"schedcheck:max_tokens_off_by_one.py:") for key in stored)
 
-    second = _machine(tmp_path, "two", redis_url, "dev")
+    second = _machine(tmp_path, "two", redis_url, profiles.DEV)
     assert (second[0]["how_generated"], second[0]["status"]) == ("during reuse phase", "failed")
 
     # ci replays the same counterexample first, and writes nothing.
     before = _contents(redis_url)
-    gate = _machine(tmp_path, "gate", redis_url, "ci")
+    gate = _machine(tmp_path, "gate", redis_url, profiles.CI)
     assert (gate[0]["how_generated"], gate[0]["status"]) == ("during reuse phase", "failed")
     assert _contents(redis_url) == before
 
@@ -175,17 +175,17 @@ def test_profiles_share_through_redis_only_when_asked(
     redis_url: str, restore_profiles: None
 ) -> None:
     profiles.register(str(MUTANT), None)
-    assert isinstance(settings.get_profile("dev").database, DirectoryBasedExampleDatabase)
-    assert settings.get_profile("ci").database is None
+    assert isinstance(settings.get_profile(profiles.DEV).database, DirectoryBasedExampleDatabase)
+    assert settings.get_profile(profiles.CI).database is None
 
     profiles.register(str(MUTANT), redis_url)
-    for name in ("dev", "fuzz"):
+    for name in (profiles.DEV, profiles.FUZZ):
         assert isinstance(settings.get_profile(name).database, MultiplexedDatabase)
     profiles.register(str(MUTANT), redis_url.removeprefix("redis://"))  # as --tx env: gives it
-    assert isinstance(settings.get_profile("dev").database, MultiplexedDatabase)
-    ci = settings.get_profile("ci")
+    assert isinstance(settings.get_profile(profiles.DEV).database, MultiplexedDatabase)
+    ci = settings.get_profile(profiles.CI)
     assert ci.derandomize and isinstance(ci.database, ReadOnlyDatabase)
-    assert settings.get_profile("grade").database is None  # a grade depends on nothing else
+    assert settings.get_profile(profiles.GRADE).database is None  # a grade depends on nothing else
 
 
 @pytest.mark.redis

@@ -59,7 +59,11 @@ def parser() -> argparse.ArgumentParser:
         "--in-process", action="store_true",
         help="run the submission in this process (trusted code only)",
     )  # fmt: skip
-    check.add_argument("--profile", default="grade", help="Hypothesis profile (default grade)")
+    check.add_argument(
+        "--profile", default="grade",
+        help="Hypothesis profile: grade (default), ci, dev or fuzz, short for schedcheck-grade "
+             "and so on; or a profile of your own",
+    )  # fmt: skip
     check.add_argument("-n", "--workers", default="auto", help="pytest-xdist workers")
     check.add_argument("--exhaustive", action="store_true",
                        help="every behaviour reachable in a scope, not random search")  # fmt: skip

@@ -26,7 +26,8 @@ from typing import IO, Any
 
 from schedcheck import layout
 from schedcheck.cli.console import Console
-from schedcheck.plugin import CHECKED, OUTCOMES
+from schedcheck.plugin import CALL_TIMEOUT, CHECKED, IN_PROCESS, MEMORY_MB, OUTCOMES
+from schedcheck.search import profiles
 from schedcheck.suite.holds import FOUND, ORDER, PROGRESS
 
 INI = "[pytest]\naddopts = --strict-markers\nxfail_strict = true\n"
@@ -136,7 +137,7 @@ class Result:
 @dataclass(frozen=True)
 class Settings:
     path: Path  # the submission
-    profile: str
+    profile: str  # a Hypothesis profile: `grade` stands for ours, `schedcheck-grade`
     workers: str
     call_timeout: float
     memory_mb: int
@@ -145,24 +146,30 @@ class Settings:
     verbose: bool
 
 
+def pytest_command(settings: Settings, scratch: Path) -> list[str]:
+    """The one pytest run of every stage's tests, in `scratch` (its pytest.ini, its rootdir):
+    only the plugins it needs, and the plugin's options under their prefixed names."""
+    return [
+        sys.executable, "-m", "pytest", "-n", settings.workers, "-q", "--no-header",
+        "-p", "no:cacheprovider", "-p", "xdist.plugin", "-p", "_hypothesis_pytestplugin",
+        "-p", "schedcheck.plugin", "-c", str(scratch / "pytest.ini"), f"--rootdir={scratch}",
+        "--tb=short", f"--hypothesis-profile={profiles.prefixed(settings.profile)}",
+        "--impl", str(settings.path.resolve()), f"{CALL_TIMEOUT}={settings.call_timeout}",
+        f"{MEMORY_MB}={settings.memory_mb}", *([IN_PROCESS] if settings.in_process else []),
+        *(str(layout.SUITE / stage.file) for stage in STAGES),
+    ]  # fmt: skip
+
+
 def run_stages(settings: Settings, scratch: Path, log: IO[str], console: Console) -> list[Result]:
     """Run every stage's tests in one session; the live line says how far each got."""
     outcomes, ticks, found = scratch / "outcomes.jsonl", scratch / "progress", scratch / "found"
     ticks.mkdir()
     (scratch / "pytest.ini").write_text(INI)
     order = " ".join(stage.file + "!" * stage.serial for stage in STAGES)
-    command = [
-        sys.executable, "-m", "pytest", "-n", settings.workers, "-q", "--no-header",
-        "-p", "no:cacheprovider", "-p", "xdist.plugin", "-p", "_hypothesis_pytestplugin",
-        "-p", "schedcheck.plugin", "-c", str(scratch / "pytest.ini"), f"--rootdir={scratch}",
-        "--tb=short", f"--hypothesis-profile={settings.profile}",
-        "--impl", str(settings.path.resolve()), f"--call-timeout={settings.call_timeout}",
-        f"--memory-mb={settings.memory_mb}", *(["--in-process"] if settings.in_process else []),
-        *(str(layout.SUITE / stage.file) for stage in STAGES),
-    ]  # fmt: skip
+    command = pytest_command(settings, scratch)
     env = {
         **os.environ,
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # only the plugins named above
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # only the plugins pytest_command names
         "SCHEDCHECK_SAVE_FAILURES": str(settings.failures.resolve()),
         OUTCOMES: str(outcomes),
         CHECKED: str(settings.path.resolve()),

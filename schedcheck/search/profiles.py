@@ -1,14 +1,22 @@
 """The Hypothesis settings profiles, and where each keeps its counterexamples.
 
-Choose one with `--hypothesis-profile NAME`:
-- dev (default): 200 examples per property, random, counterexamples kept in the local
-  directory database (.hypothesis/examples).
-- ci: derandomized, no deadline, print_blob: the same examples on every run, a regression
-  gate that cannot flake. It never writes a database. Hypothesis loads it by itself where
-  the environment variable CI is set.
-- fuzz: 20,000 examples per property, random, databases as dev: for long hunts.
-- grade: what checking a submission uses: derandomized and no database at all, so a grade
-  depends on the submission and nothing else.
+Choose one with `--hypothesis-profile NAME` (in schedcheck's own run only: with `--impl`
+or SCHEDCHECK_IMPL, or a checkout's run; schedcheck/plugin.py registers them there and
+nowhere else, so that a course's own profiles keep their names):
+- schedcheck-dev (default): 200 examples per property, random, counterexamples kept in the
+  local directory database (.hypothesis/examples).
+- schedcheck-ci: derandomized, no deadline, print_blob: the same examples on every run, a
+  regression gate that cannot flake. It never writes a database. Where the environment
+  variable CI is set and no profile is named, schedcheck's run loads it instead of
+  Hypothesis's own `ci`.
+- schedcheck-fuzz: 20,000 examples per property, random, databases as dev: for long hunts.
+- schedcheck-grade: what checking a submission uses: derandomized and no database at all,
+  so a grade depends on the submission and nothing else.
+
+The names carry a `schedcheck-` prefix because Hypothesis's registry is global: plain `ci`
+or `dev` would replace a course's profiles of those names. The old names (`dev`, `ci`,
+`fuzz`, `grade`) still select ours for one version, with a deprecation warning
+(schedcheck/plugin.py); `schedcheck check --profile` takes both spellings (`prefixed`).
 
 Sharing counterexamples between machines (issue 11): where SCHEDCHECK_REDIS_URL is set
 (`redis://host:6379/0`), dev and fuzz keep them in Hypothesis's RedisExampleDatabase too
@@ -35,11 +43,22 @@ from schedcheck.drive.loader import REFERENCE
 URL = "SCHEDCHECK_REDIS_URL"
 NAMESPACE = "SCHEDCHECK_REDIS_NAMESPACE"
 
+PREFIX = "schedcheck-"
+DEV, CI, FUZZ, GRADE = "schedcheck-dev", "schedcheck-ci", "schedcheck-fuzz", "schedcheck-grade"
+# The names the profiles had up to 0.2, accepted for one more version (the plugin warns).
+OLD_NAMES = {name.removeprefix(PREFIX): name for name in (DEV, CI, FUZZ, GRADE)}
+
 _COMMON: dict[str, Any] = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 class DatabaseError(Exception):
     """The shared example database was asked for and cannot be used."""
+
+
+def prefixed(name: str) -> str:
+    """The profile `name` means: a short name (`grade`) is ours (`schedcheck-grade`); any
+    other name (a prefixed one, or a profile of the caller's own) stays as it is."""
+    return OLD_NAMES.get(name, name)
 
 
 def namespace(impl: str) -> str:
@@ -79,31 +98,24 @@ def redis_database(url: str, space: str) -> ExampleDatabase:
     return RedisExampleDatabase(client, key_prefix=f"schedcheck:{space}:".encode())
 
 
-def register(
-    impl: str = REFERENCE, url: str | None = None, activate: bool = True, ci: bool = True
-) -> None:
+def register(impl: str = REFERENCE, url: str | None = None) -> None:
     """(Re)register the four profiles for the implementation `impl`, sharing through the
-    Redis at `url` if one is given; with `activate`, reload the current profile so that the
-    new databases take effect (dev where none was chosen). Without `ci`, the name `ci` is
-    left to Hypothesis's own profile (which it loads where CI is set). Raises DatabaseError
-    if that Redis cannot be used."""
+    Redis at `url` if one is given. Registering the active profile again makes Hypothesis
+    reload it, so new databases take effect at once. Raises DatabaseError if that Redis
+    cannot be used."""
     local = settings.get_profile("default").database
     shared = redis_database(url, namespace(impl)) if url else None
     keep = local if shared is None or local is None else MultiplexedDatabase(local, shared)
     replay = None if shared is None else ReadOnlyDatabase(shared)
-    settings.register_profile("dev", max_examples=200, database=keep, **_COMMON)
-    settings.register_profile("fuzz", max_examples=20_000, database=keep, **_COMMON)
+    settings.register_profile(DEV, max_examples=200, database=keep, **_COMMON)
+    settings.register_profile(FUZZ, max_examples=20_000, database=keep, **_COMMON)
     ci_settings = settings(
         max_examples=200, derandomize=True, database=None, print_blob=True, **_COMMON
     )
     # Hypothesis refuses derandomize=True and a database in one call: a database it writes
     # would change what the next run tries. A read-only view cannot, so ci keeps its
     # promise (the same generated examples every run) and only adds the shared replays.
-    if ci:
-        settings.register_profile("ci", parent=ci_settings, database=replay)
+    settings.register_profile(CI, parent=ci_settings, database=replay)
     settings.register_profile(
-        "grade", max_examples=300, derandomize=True, database=None, print_blob=True, **_COMMON
+        GRADE, max_examples=300, derandomize=True, database=None, print_blob=True, **_COMMON
     )
-    if activate:
-        current = settings.get_current_profile_name()
-        settings.load_profile("dev" if current == "default" else current)
