@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from schedcheck.drive.standalone import inline_reference, reference_file, standalone
+from schedcheck.drive.standalone import (
+    inline_reference,
+    reference_file,
+    reference_source,
+    standalone,
+)
 
-__all__ = ["ROOT", "inline_reference", "reference_file", "standalone"]
+__all__ = ["ROOT", "inline_reference", "reference_file", "reference_source", "standalone"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
