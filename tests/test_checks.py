@@ -13,10 +13,11 @@ import pytest
 
 from schedcheck.drive.driver import run
 from schedcheck.drive.loader import load_impl
+from schedcheck.faults import Failure
 from schedcheck.invariants.catalogue import CATALOGUE, PRIORITY
 from schedcheck.invariants.checks import CHECKS, check_trace
 from schedcheck.invariants.violation import Violation
-from schedcheck.model.trace import Failure, Sample, Trace
+from schedcheck.model.trace import Sample, Trace
 from schedcheck.model.workload import Workload
 from tests.helpers import ROOT, reference_trace, replace_step, tamper
 from tests.workloads import EOS_SECOND, EXAMPLES, PREEMPT_WITH_QUEUE

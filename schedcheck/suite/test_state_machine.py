@@ -9,13 +9,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from schedcheck.drive.impl import Implementation
-from schedcheck.faults import CheckFailed, rank
+from schedcheck.faults import CheckFailed
 from schedcheck.invariants.catalogue import ids
 from schedcheck.invariants.checks import check_trace
 from schedcheck.model.workload import Script, Workload
 from schedcheck.strategies.scripts import scripts
 from schedcheck.suite.holds import found, give_way, tick
 from schedcheck.verdict.report import failure_report
+from schedcheck.verdict.verify import rank
 
 # The checks that look at every call (C1, I1-I8, A1, F1, and D1 against the model's own
 # output), then those only the end of a run can break (L1); not R1, which needs the reference.
