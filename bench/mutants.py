@@ -1,7 +1,7 @@
 """The mutant catalogue, checked the way `schedcheck check` checks a submission.
 
 Run: python -m bench.mutants [--corpus DIR] [NAME ...]
-For each mutant in tests/mutants/ (or those named), `harness.search.hunt` searches for a failing
+For each mutant in tests/mutants/ (or those named), `schedcheck.search.hunt` searches for a failing
 workload with the mutant in an isolated worker and shrinks it; the row says which check
 fired first and how small the counterexample is. Prints the table of docs/mutants.md.
 With --corpus, also writes each shrunk workload there as a regression

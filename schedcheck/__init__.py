@@ -11,11 +11,11 @@ what most users run. A course's own tests or a CI script use this API:
     impl.stop()
 
 The rooms, bottom up (tests/test_layers.py holds each to importing only those below it):
-`faults` (whose fault), `scheduler` (the reference), `model` (workloads and traces),
-`invariants` (the checks), `strategies` (what to try), `sandbox` (a worker in a box),
-`drive` (running an implementation), `verdict` (one workload's verdict and report),
-`search`, `suite` (the properties as pytest tests), `grading`, `engine` (nano-vllm's
-engines), `cli` and `plugin`.
+`faults`, `layout` and `scheduler` (the reference) import nothing of ours; then `sandbox`
+(a worker in a box), `model` (workloads and traces), `invariants` (the checks),
+`strategies` (what to try), `drive` (running an implementation), `verdict` (one
+workload's verdict and report), `search`, `suite` (the properties as pytest tests),
+`grading`, `engine` (nano-vllm's engines), `plugin` and `cli`.
 """
 
 from schedcheck.drive.impl import Implementation, InProcess, open_impl

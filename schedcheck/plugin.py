@@ -28,7 +28,7 @@ have its own `--call-timeout`, and then it is theirs), and the profile names `de
 With SCHEDCHECK_OUTCOMES=FILE, every finished test adds one JSON line to FILE: its
 outcome and, for a failure, whether it is a verdict on the implementation (the ids of the
 checks that fired, and schedcheck's own report) or our own fault (`"checks": null`):
-`schedcheck check` turns that into its report and exit 1 or 3 (harness/faults.py).
+`schedcheck check` turns that into its report and exit 1 or 3 (schedcheck/faults.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A scope is a grid of configs and, for each, a `Space`: the kinds of request that may
 arrive (prompt_len, max_tokens), how many in all, at which steps, how many at once, and
 whether a sampled token may be eos. `check --exhaustive` explores every behaviour of an
-implementation reachable in each space (harness/search/explore.py); `workloads` writes
+implementation reachable in each space (schedcheck/search/explore.py); `workloads` writes
 out the same space as whole workloads, one by one, which is what a visited set saves.
 
 Canonical forms keep each workload once: requests are named a1, a2, ... in arrival order

@@ -1,7 +1,7 @@
 """Scripts for the stateful stage: up to 20 calls in any order the contract allows, where a
 driver run always adds at a step's start and calls `update()` once per `schedule()`.
 
-A script (harness/drive/driver.py's `play`) adds a request between any two steps, steps
+A script (schedcheck/drive/driver.py's `play`) adds a request between any two steps, steps
 with nothing to do, and calls `update()` again with no `schedule()` in between; its
 workload holds the requests it adds, each arriving at the step after it was added. Drawn
 as one list of calls, a counterexample shrinks by deleting calls, as a state machine's

@@ -1,4 +1,4 @@
-"""The heartbeat board (harness/sandbox/beat.py): each call into a submission gets its own
+"""The heartbeat board (schedcheck/sandbox/beat.py): each call into a submission gets its own
 deadline, with no message per call, and the parent names the call a worker hung in."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The box (harness/sandbox/box.py): a submission graded beside classmates cannot touch
+"""The box (schedcheck/sandbox/box.py): a submission graded beside classmates cannot touch
 them, the grader or the machine. Each hostile file is graded in one class with correct
 equivalents, all at once, as root as CI runs. docs/isolation.md maps each threat to its test.
 """

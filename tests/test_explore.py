@@ -1,4 +1,4 @@
-"""The state-space explorer (harness/search/explore.py, issue 18's first version): correct
+"""The state-space explorer (schedcheck/search/explore.py, issue 18's first version): correct
 files explore clean, a mutant fails on a path of the fewest steps, and the visited set
 explores fewer transitions than the tree of paths with the same verdicts."""
 

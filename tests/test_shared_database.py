@@ -1,4 +1,4 @@
-"""Counterexamples shared through Redis (harness/search/profiles.py, docs/scale.md).
+"""Counterexamples shared through Redis (schedcheck/search/profiles.py, docs/scale.md).
 
 A real redis-server from the distribution's packages, on a free loopback port, with no
 persistence; separate pytest processes in fresh working directories stand for separate

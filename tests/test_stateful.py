@@ -1,4 +1,4 @@
-"""The stateful test plays each run as one script (harness/drive/driver.py's `play`): the
+"""The stateful test plays each run as one script (schedcheck/drive/driver.py's `play`): the
 same calls, the same trace, in one command to the worker; and it still finds what only a
 stateful run can show."""
 

@@ -5,7 +5,7 @@ that runs it (schedcheck's functions, classes, module objects or code replaced; 
 standard library it replies with; its clocks; forged replies; exceptions from `__del__`).
 Whatever the trick does, the verdict stays the submission's: a FAIL naming a check, never
 a pass and never schedcheck's own error, in every mode. Whose fault an error in the worker
-is, is decided in the parent (harness/sandbox/isolation.py, `_theirs`); a fault that really
+is, is decided in the parent (schedcheck/sandbox/process.py, `_theirs`); a fault that really
 is ours stays ours.
 """
 
@@ -40,7 +40,7 @@ MUTANTS = {
     "blocks_leaked_on_finish": "example2",
     "token_budget_off_by_one": "example1",
 }
-# Tricks the worker's binding defeats (harness/sandbox/worker.py, `bind`): the run goes on
+# Tricks the worker's binding defeats (schedcheck/sandbox/worker.py, `bind`): the run goes on
 # as if nothing happened, so the verdict is the mutant's own check.
 HARMLESS = {"tamper_clock", "tamper_del", "tamper_stdout", "tamper_sys_modules"}
 FAST = Limits(call_timeout=1.0, memory=256 << 20)

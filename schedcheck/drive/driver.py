@@ -6,7 +6,7 @@ objects only to read them: every value it records is type-checked and copied int
 int and tuples at once, so nothing recorded can change later or lie about equality.
 Anything that breaks the contract ends the run with a `Failure` (check C1): whatever a call
 into the implementation raises, or reading one of its attributes. An exception anywhere
-else is the driver's own fault and propagates (harness/faults.py: never a verdict).
+else is the driver's own fault and propagates (schedcheck/faults.py: never a verdict).
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class Isolated(Sandbox):
         return self._stream(workload, calls, meanwhile, op="run")
 
     def play(self, workload: Workload, script: Script) -> Trace:
-        """Play `script` (harness/drive/driver.py) in the worker: one command for a whole
+        """Play `script` (schedcheck/drive/driver.py) in the worker: one command for a whole
         stateful run, its steps streamed back as a run's are."""
         calls = 1 + sum(2 if op[0] in ("add", "step") else 1 for op in script)
         calls += 2 * liveness_bound(workload) * sum(op[0] == "finish" for op in script)

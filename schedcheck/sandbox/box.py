@@ -1,6 +1,6 @@
 """The box a worker runs a submission in: its own uid, PID, mount and network namespaces.
 
-Entered by the worker itself (harness/sandbox/worker.py), as root, after it imported all it
+Entered by the worker itself (schedcheck/sandbox/worker.py), as root, after it imported all it
 needs and before it reads the submission. What it can have depends on the machine, and the
 level says which (docs/isolation.md):
 

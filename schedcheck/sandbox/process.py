@@ -3,7 +3,7 @@ on it. It knows nothing of what the worker runs: the scheduler's runs (schedchec
 isolated.py) and an engine's (schedcheck/engine/isolated.py) are protocols over it.
 
 Every wait has a deadline (the per-call timeout, from the moment the worker's heartbeat
-board says a call into the submission began: harness/sandbox/beat.py); a worker that dies,
+board says a call into the submission began: schedcheck/sandbox/beat.py); a worker that dies,
 hangs, or sends anything that is not a trace becomes an ordinary failure, and the next
 workload gets a fresh worker. What the submission prints is drained by a thread, kept up
 to a few KB, and never reaches our own output.

@@ -3,7 +3,7 @@ worker runs (a P07 submission, schedcheck/drive/worker.py; an engine, schedcheck
 worker.py) is its own module's, started by the parent (schedcheck/sandbox/process.py) as
 `python -m MODULE FD PATH MEMORY WORKDIR UID CPU BOARD`. Everything the checker
 needs is imported first; the box's own copy of the submission (PATH, in WORKDIR) is read;
-then the worker enters its box (harness/sandbox/box.py: namespaces, the uid UID lent by the
+then the worker enters its box (schedcheck/sandbox/box.py: namespaces, the uid UID lent by the
 parent, limits). The interpreter lives in root's home, which the box's uid cannot read:
 imports must come before. Then what the worker calls is bound (`bind`), and only then is
 the submission compiled and run: rebinding a name in schedcheck's modules or the standard
@@ -76,7 +76,7 @@ class Worker:
         self.tools.send(self.tools.dumps({**message, "serial": self.serial}).encode())
 
     def heartbeat(self, step: int, call: str) -> None:
-        """Written before every call into the submission (harness/sandbox/beat.py); with the
+        """Written before every call into the submission (schedcheck/sandbox/beat.py); with the
         CPU time so far, so that the parent can tell a hung call from one that waits for a
         busy machine's core."""
         self.tools.beat(step, call, self.tools.monotonic(), self.tools.process_time())
