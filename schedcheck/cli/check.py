@@ -17,16 +17,20 @@ from pathlib import Path
 
 from schedcheck import faults
 from schedcheck.cli.console import Console
-from schedcheck.cli.modes import ISOLATION, draw_saved, exhaustive, replay
+from schedcheck.cli.modes import draw_saved, exhaustive, replay
 from schedcheck.cli.stages import Outcome, Settings, run_stages
 from schedcheck.drive.impl import open_impl
 from schedcheck.faults import SubmissionError
 from schedcheck.grading.grade import grade_one
 from schedcheck.grading.gradescope import results
+from schedcheck.grading.report import GroupState, Verdict
 from schedcheck.invariants.catalogue import priority
-from schedcheck.sandbox.isolation import Limits
+from schedcheck.sandbox.box import LEVELS
+from schedcheck.sandbox.process import Limits
 
 DEFAULT_PATH = "mine/p07_scheduler.py"
+# A graded group as a stage line of `check --gradescope`: the words `check`'s stages use.
+STAGE_WORD = {GroupState.PASS: "ok", GroupState.FAIL: "FAIL", GroupState.NOT_RUN: "skipped"}
 
 
 def check(args: argparse.Namespace, console: Console | None = None) -> int:
@@ -45,7 +49,7 @@ def check(args: argparse.Namespace, console: Console | None = None) -> int:
         console.stage("contract", "FAIL")
         console.line(f"\nFAIL {path}: {e}")
         return faults.FAIL
-    console.line(f"isolation: {impl.isolation} ({ISOLATION[impl.isolation]})")
+    console.line(f"isolation: {impl.isolation} ({LEVELS[impl.isolation]})")
     try:
         if args.replay:
             return replay(impl, path, args.replay, args.html)
@@ -62,17 +66,17 @@ def gradescope(args: argparse.Namespace, path: Path, limits: Limits, console: Co
     score) and write Gradescope's results.json; print the groups as stage lines."""
     start = time.monotonic()
     entry = grade_one(str(path), limits, args.budget, args.sample)
-    if entry["verdict"] == "error":
-        why = "; ".join(f["message"] for f in entry["failures"])
+    if entry.verdict is Verdict.ERROR:
+        why = "; ".join(f.message for f in entry.failures)
         print(faults.internal_message(f"{why} (no {args.gradescope} written)"), file=sys.stderr)
         return faults.INTERNAL
-    console.line(f"isolation: {entry.get('isolation', 'unknown')}")
-    for group, state in entry["checks"].items():
-        console.stage(group, {"pass": "ok", "fail": "FAIL"}.get(state, "skipped"))
+    console.line(f"isolation: {'unknown' if entry.isolation is None else entry.isolation}")
+    for group, state in entry.checks.items():
+        console.stage(group, STAGE_WORD[state])
     written = results(entry, time.monotonic() - start)
     Path(args.gradescope).write_text(json.dumps(written, indent=1))
     console.line(f"\nscore {written['score']:g}/100; Gradescope results: {args.gradescope}")
-    return faults.PASS if entry["verdict"] == "pass" else faults.FAIL
+    return faults.PASS if entry.verdict is Verdict.PASS else faults.FAIL
 
 
 def stages(args: argparse.Namespace, path: Path, console: Console) -> int:

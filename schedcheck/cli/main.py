@@ -20,9 +20,10 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
 
-from schedcheck import __version__, faults, layout
+from schedcheck import faults, layout
 from schedcheck.cli.check import DEFAULT_PATH, check
 from schedcheck.engine.command import add_parser, engine_command
 from schedcheck.faults import SubmissionError
@@ -39,7 +40,7 @@ BROKEN_PIPE = 141  # what a shell reports for a process SIGPIPE ended: no verdic
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="schedcheck", description=__doc__.split("\n\n")[0])
-    top.add_argument("--version", action="version", version=f"schedcheck {__version__}")
+    top.add_argument("--version", action="version", version=f"schedcheck {version('schedcheck')}")
     commands = top.add_subparsers(dest="command", required=True, metavar="command")
     check = commands.add_parser("check", help="fuzz a submission against the P07 spec")
     check.add_argument("path", nargs="?", default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
