@@ -1,5 +1,5 @@
 """A submission worker whose own code fails on every run: a fault of schedcheck's, for
-tests/test_tampering.py to show that the parent's referee keeps it ours (exit 3)."""
+tests/sandbox/test_tampering.py to show that the parent's referee keeps it ours (exit 3)."""
 
 from __future__ import annotations
 

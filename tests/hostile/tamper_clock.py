@@ -9,7 +9,7 @@ import time
 time.monotonic = time.perf_counter = lambda: 0.0
 time.process_time = lambda: 86400.0
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

@@ -23,7 +23,7 @@ for _f in gc.get_objects():
         with contextlib.suppress(ValueError):  # a closure's code cannot be swapped this way
             _f.__code__ = _boom.__code__
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

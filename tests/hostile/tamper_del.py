@@ -23,7 +23,7 @@ def _rethrow(unraisable: object) -> None:
 sys.unraisablehook = _rethrow
 _KINDS = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

@@ -40,7 +40,7 @@ signal.signal(signal.SIGTERM, _internal)
 signal.signal(signal.SIGALRM, _internal)
 signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

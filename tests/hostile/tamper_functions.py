@@ -13,7 +13,7 @@ for _name, _module in list(sys.modules.items()):
             if isinstance(_value, types.FunctionType):
                 setattr(_module, _attr, lambda *a, **k: None)
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

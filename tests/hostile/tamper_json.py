@@ -19,7 +19,7 @@ json.dumps = lambda *a, **k: _FORGED
 json.loads = lambda *a, **k: {"op": "run", "workload": {}}
 json._default_encoder = _Encoder()  # what json.dumps, bound before us, calls
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

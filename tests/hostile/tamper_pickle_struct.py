@@ -17,7 +17,7 @@ pickle.dumps = pickle.loads = _broken
 struct.pack = struct.unpack = _broken
 os.write = lambda fd, data: len(data)
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

@@ -19,7 +19,7 @@ class _Exits:
 sys.stdout = sys.stderr = _Exits()
 builtins.print = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("tampered"))
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

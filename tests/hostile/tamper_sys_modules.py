@@ -12,7 +12,7 @@ for _name in list(sys.modules):
                                "traceback"):  # fmt: skip
         sys.modules[_name] = types.ModuleType(_name)
 
-# --- the buggy scheduler (tests/test_tampering.py swaps in other mutants from here on)
+# --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)
 from schedcheck.scheduler import Scheduler as _Reference
 from schedcheck.scheduler import Sequence, SequenceStatus
 

@@ -1,7 +1,7 @@
 """Bounded-exhaustive checking (issue 18): the reference and the equivalents pass, every
 mutant of the catalogue fails the default scope with the check its docstring names, and the
 visited set runs fewer workloads than the scope's enumeration with the same verdicts.
-(`check --exhaustive` itself, isolated: tests/test_equivalents.py, every equivalent on the
+(`check --exhaustive` itself, isolated: tests/product/test_equivalents.py, every equivalent on the
 default scope with -m costly.)"""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from schedcheck.strategies.workloads import REVERSED
 from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.helpers import ROOT
-from tests.test_mutants_found import expected_checks
+from tests.suite.test_mutants_found import expected_checks
 
 MUTANTS = sorted((ROOT / "tests" / "mutants").glob("*.py"))
 EQUIVALENTS = sorted((ROOT / "tests" / "equivalents").glob("*.py"))

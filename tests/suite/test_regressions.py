@@ -15,7 +15,7 @@ from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.helpers import reference_trace
 
-ROOT = Path(__file__).parent
+ROOT = Path(__file__).resolve().parents[1]
 FILES = sorted((ROOT.parent / "schedcheck" / "suite" / "regressions").glob("*.json"))
 FROM_MUTANTS = [p for p in FILES if (ROOT / "mutants" / f"{p.stem}.py").exists()]
 

@@ -12,7 +12,7 @@ from schedcheck.model.workload import Workload
 from schedcheck.verdict.verify import verify
 from tests.workloads import EOS_SECOND, EXAMPLES, PREEMPT_WITH_QUEUE
 
-MUTANTS = Path(__file__).parent / "mutants"
+MUTANTS = Path(__file__).resolve().parents[1] / "mutants"
 
 BUG_TABLE: list[tuple[str, Workload, str]] = [
     ("bt_blocks_on_num_tokens", EXAMPLES["example1"], "I7"),

@@ -8,7 +8,7 @@ from schedcheck.drive.loader import load_impl
 from schedcheck.verdict.verify import verify
 from tests.workloads import EXAMPLES
 
-MUTANTS = Path(__file__).parent / "mutants"
+MUTANTS = Path(__file__).resolve().parents[1] / "mutants"
 
 
 def test_report_of_output_cleared_on_preemption() -> None:

@@ -19,9 +19,9 @@ from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
 from tests.workloads import EXAMPLES
 
-HOSTILE = Path(__file__).parent / "hostile"
-ROOT_EQUIVALENT = Path(__file__).parent / "equivalents" / "one_pass.py"
-PROJECT = Path(__file__).resolve().parent.parent
+HOSTILE = Path(__file__).resolve().parents[1] / "hostile"
+ROOT_EQUIVALENT = Path(__file__).resolve().parents[1] / "equivalents" / "one_pass.py"
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def hostile(name: str) -> Path:
@@ -64,12 +64,12 @@ def check_hostile(name: str) -> tuple[str, str, float]:
     return str(verdict.violations[0]), verdict.output, time.monotonic() - start
 
 
-# Attacks on classmates and the machine, graded in a class: tests/test_box.py.
+# Attacks on classmates and the machine, graded in a class: tests/sandbox/test_box.py.
 BOX_THREATS = {"kills_everyone", "detaches_a_child", "fork_bomb"}
 
 
 def test_every_hostile_file_has_an_expectation() -> None:
-    tampering = {p.stem for p in HOSTILE.glob("tamper_*.py")}  # tests/test_tampering.py
+    tampering = {p.stem for p in HOSTILE.glob("tamper_*.py")}  # tests/sandbox/test_tampering.py
     assert {p.stem for p in HOSTILE.glob("*.py")} - tampering == {
         *EXPECTED, "import_error", *BOX_THREATS}  # fmt: skip
 
