@@ -10,7 +10,7 @@ what most users run. A course's own tests or a CI script use this API:
     assert verdict.ok, verdict.report()
     impl.stop()
 
-The rooms, bottom up (tests/test_layers.py holds each to importing only those below it):
+The rooms, bottom up (tests/product/test_layers.py holds each to importing only those below it):
 `faults`, `layout` and `scheduler` (the reference) import nothing of ours; then `sandbox`
 (a worker in a box), `model` (workloads and traces), `invariants` (the checks),
 `strategies` (what to try), `drive` (running an implementation), `verdict` (one
