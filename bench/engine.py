@@ -41,8 +41,13 @@ def engine_sample(count: int) -> list[EngineWorkload]:
     found: list[EngineWorkload] = []
 
     @given(engine_workloads())
-    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     def collect(workload: EngineWorkload) -> None:
         found.append(workload)
 
@@ -74,10 +79,14 @@ def main() -> None:
         p07_boxed = examples_per_second(worker, p07)
     finally:
         worker.stop()
-    print(f"engine (tests/engines/correct, {len(workloads)} workloads): in-process "
-          f"{here:.0f} examples/s, isolated {boxed:.0f} examples/s")  # fmt: skip
-    print(f"P07 (the reference as a submission, 300 workloads): in-process {p07_here:.0f} "
-          f"examples/s, isolated {p07_boxed:.0f} examples/s")  # fmt: skip
+    print(
+        f"engine (tests/engines/correct, {len(workloads)} workloads): in-process "
+        f"{here:.0f} examples/s, isolated {boxed:.0f} examples/s"
+    )
+    print(
+        f"P07 (the reference as a submission, 300 workloads): in-process {p07_here:.0f} "
+        f"examples/s, isolated {p07_boxed:.0f} examples/s"
+    )
     if len(sys.argv) > 1:
         engine = IsolatedEngine(read_setup(sys.argv[1]))
         try:
@@ -87,8 +96,10 @@ def main() -> None:
         finally:
             engine.stop()
         verdict = "PASS" if found.failure is None else f"FAIL {found.failure[1].violations[0]}"
-        print(f"schedcheck engine {sys.argv[1]}: {found.examples} workloads, isolated, "
-              f"{took:.1f} s ({verdict})")  # fmt: skip
+        print(
+            f"schedcheck engine {sys.argv[1]}: {found.examples} workloads, isolated, "
+            f"{took:.1f} s ({verdict})"
+        )
 
 
 if __name__ == "__main__":

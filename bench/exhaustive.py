@@ -30,8 +30,10 @@ def workload_count(scope: Scope) -> int:
 
 def main(names: list[str]) -> None:
     jobs = os.cpu_count() or 1
-    print(f"| scope | configs | workloads | states | transitions | runs saved | seconds "
-          f"({jobs} cores) | transitions/s |")  # fmt: skip
+    print(
+        f"| scope | configs | workloads | states | transitions | runs saved | seconds "
+        f"({jobs} cores) | transitions/s |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name in names:
         scope = SCOPES[name]

@@ -32,8 +32,11 @@ def one_run(busy: bool) -> dict[str, object]:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-n", "auto", "-q", "-p", "no:cacheprovider"],
-            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "CI": "true"},
-        )  # fmt: skip
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "CI": "true"},
+        )
     finally:
         for hog in hogs:
             hog.kill()
@@ -57,8 +60,11 @@ def main(argv: list[str]) -> None:
         result = {"run": number, **one_run(busy=every > 0 and number % every == 0)}
         with out.open("a") as f:
             f.write(json.dumps(result) + "\n")
-        print(f"run {number}: rc {result['rc']}, {result['seconds']} s, busy {result['busy']}, "
-              f"failed {result['failed']}", flush=True)  # fmt: skip
+        print(
+            f"run {number}: rc {result['rc']}, {result['seconds']} s, busy {result['busy']}, "
+            f"failed {result['failed']}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -67,9 +67,12 @@ def median_of(repeats: int, action: Callable[[], float]) -> float:
 def step_cost(waiting: int, steps: int = 2000) -> float:
     """Seconds per step (schedule + update) of the reference with `waiting` queued."""
     sched = scheduler.Scheduler(
-        num_blocks=10**6, block_size=16, max_num_seqs=8, max_num_batched_tokens=64,
+        num_blocks=10**6,
+        block_size=16,
+        max_num_seqs=8,
+        max_num_batched_tokens=64,
         sample_fn=lambda seq: 1,
-    )  # fmt: skip
+    )
     for i in range(waiting + 8):
         sched.add(scheduler.Sequence(f"s{i}", 4, 10**6))
     for _ in range(3):  # the running set fills and settles into decoding
@@ -86,10 +89,13 @@ def bare_run(workload: Workload) -> None:
     """The implementation alone: no driver, no snapshots, no checks."""
     c, model, eos = workload.config, workload.model, workload.config.eos_token_id
     sched = scheduler.Scheduler(
-        num_blocks=c.num_blocks, block_size=c.block_size, max_num_seqs=c.max_num_seqs,
-        max_num_batched_tokens=c.max_num_batched_tokens, eos_token_id=eos,
+        num_blocks=c.num_blocks,
+        block_size=c.block_size,
+        max_num_seqs=c.max_num_seqs,
+        max_num_batched_tokens=c.max_num_batched_tokens,
+        eos_token_id=eos,
         sample_fn=lambda seq: model.next_token(seq.seq_id, tuple(seq.output), eos),
-    )  # fmt: skip
+    )
     arrivals = workload.arrivals()
     last = workload.last_arrival()
     step = 0
@@ -114,8 +120,13 @@ def first_failure(worker: Isolated, seed_: int) -> tuple[float, float]:
     calls, first = [0], []
 
     @seed(seed_)
-    @settings(max_examples=5000, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=5000,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(any_workloads())
     def hunt(workload: Workload) -> None:
         calls[0] += 1
@@ -201,8 +212,10 @@ def main() -> None:
     finally:
         isolated.stop()
     iso_ratio = remote / local
-    say(f"- in-process {local:.0f} examples/s, isolated {remote:.0f} examples/s: "
-        f"ratio {iso_ratio:.2f} (goal: at least 0.5)")  # fmt: skip
+    say(
+        f"- in-process {local:.0f} examples/s, isolated {remote:.0f} examples/s: "
+        f"ratio {iso_ratio:.2f} (goal: at least 0.5)"
+    )
 
     say("\n## 4. Exhaustive mode")
     jobs = os.cpu_count() or 1
@@ -226,20 +239,28 @@ def main() -> None:
     walls = []
     for _ in range(5):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "schedcheck", "check", str(SUBMISSION), "-n", "2"],
-                       cwd=ROOT, capture_output=True, check=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "schedcheck", "check", str(SUBMISSION), "-n", "2"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
         walls.append(time.perf_counter() - start)
-    say(f"- the session: {wall:.1f} s; the whole `schedcheck check`: "
+    say(
+        f"- the session: {wall:.1f} s; the whole `schedcheck check`: "
         f"{statistics.median(walls):.1f} s wall (median of 5: "
-        f"{', '.join(f'{w:.1f}' for w in walls)})")  # fmt: skip
+        f"{', '.join(f'{w:.1f}' for w in walls)})"
+    )
 
     say("\n## 6. Bug-finding speed: the random workloads of the properties stage")
     mutants = sorted((ROOT / "tests" / "mutants").glob("*.py"))
     if QUICK:
         mutants = mutants[::4]
     seeds = 1 if QUICK else 5
-    say(f"Workloads tried until caught and seconds, over {seeds} seeds (up to 5,000 "
-        "workloads; inf: not caught by one workload, left to the stateful stage).")  # fmt: skip
+    say(
+        f"Workloads tried until caught and seconds, over {seeds} seeds (up to 5,000 "
+        "workloads; inf: not caught by one workload, left to the stateful stage)."
+    )
     say("")
     say("| mutant | workloads, median | workloads, max | seconds, median | seconds, max |")
     say("|---|---|---|---|---|")
@@ -253,22 +274,30 @@ def main() -> None:
             f"{statistics.median(seconds):.1f} | {max(seconds):.1f} |"
         )
     late = sum(f > 300 for f in found)
-    say(f"\nSuite-wide median: {statistics.median(found):.0f} workloads; {late} of "
-        f"{len(found)} mutants need more than 300 (median).")  # fmt: skip
+    say(
+        f"\nSuite-wide median: {statistics.median(found):.0f} workloads; {late} of "
+        f"{len(found)} mutants need more than 300 (median)."
+    )
 
     say("\n## 7. The test suite")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "auto", "-q", "-p",
-                           "no:cacheprovider"], cwd=ROOT, env={**os.environ, "CI": "true"},
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "auto", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        env={**os.environ, "CI": "true"},
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     say(
         f"- `pytest -n auto` (schedcheck-ci profile): {wall:.0f} s, exit {done.returncode}: "
         f"{done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ''}"
     )
 
-    last = (f"ratios: isolated/in-process={iso_ratio:.2f} step-cost-100k/1k={step_ratio:.2f} "
-            f"check/bare={check_ratio:.2f}")  # fmt: skip
+    last = (
+        f"ratios: isolated/in-process={iso_ratio:.2f} step-cost-100k/1k={step_ratio:.2f} "
+        f"check/bare={check_ratio:.2f}"
+    )
     if not QUICK:
         (ROOT / "docs" / "performance.md").write_text("\n".join(out) + "\n\n" + last + "\n")
     print(last)

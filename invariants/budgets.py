@@ -18,17 +18,21 @@ def check_i1(ev: Evidence) -> Iterator[Violation]:
         held = sum(state.seqs[s].num_blocks for s in state.running)
         if state.blocks_used != held:
             yield Violation(
-                "I1", t.step, t.call,
+                "I1",
+                t.step,
+                t.call,
                 f"blocks_used is {state.blocks_used}, but the running sequences hold {held} "
                 f"blocks between them ({_holdings(state)})",
                 state.running,
-            )  # fmt: skip
+            )
         elif state.blocks_used > num_blocks:
             yield Violation(
-                "I1", t.step, t.call,
+                "I1",
+                t.step,
+                t.call,
                 f"blocks_used is {state.blocks_used}, more than num_blocks = {num_blocks}",
                 state.running,
-            )  # fmt: skip
+            )
 
 
 def _holdings(state: State) -> str:
@@ -44,19 +48,23 @@ def check_i2(ev: Evidence) -> Iterator[Violation]:
         zero = [s for s, n in t.schedule.items() if n < 1]
         if zero:
             yield Violation(
-                "I2", t.step, t.call,
+                "I2",
+                t.step,
+                t.call,
                 f"schedule() gave {show_schedule(t.schedule)}: every n must be >= 1, "
                 f"and {', '.join(zero)} got less",
                 tuple(zero),
-            )  # fmt: skip
+            )
         total = sum(t.schedule.values())
         if total > budget:
             yield Violation(
-                "I2", t.step, t.call,
+                "I2",
+                t.step,
+                t.call,
                 f"schedule() gave {show_schedule(t.schedule)}, {total} tokens in all, over "
                 f"max_num_batched_tokens = {budget}",
                 tuple(t.schedule),
-            )  # fmt: skip
+            )
 
 
 def check_i8(ev: Evidence) -> Iterator[Violation]:
@@ -69,11 +77,13 @@ def check_i8(ev: Evidence) -> Iterator[Violation]:
     for t in ev.transitions:
         if len(t.after.running) > cap:
             yield Violation(
-                "I8", t.step, t.call,
+                "I8",
+                t.step,
+                t.call,
                 f"running holds {len(t.after.running)} sequences {list(t.after.running)}, "
                 f"more than max_num_seqs = {cap}",
                 t.after.running,
-            )  # fmt: skip
+            )
 
 
 def check_i7(ev: Evidence) -> Iterator[Violation]:
@@ -100,22 +110,28 @@ def check_i7(ev: Evidence) -> Iterator[Violation]:
                 else:
                     what = "too many: blocks are counted on num_computed + n, not num_tokens"
                 yield Violation(
-                    "I7", t.step, t.call,
+                    "I7",
+                    t.step,
+                    t.call,
                     f"running {seq_id} holds {s.num_blocks} blocks for {tokens} = {k} tokens, "
                     f"which need ceil({k}/{block_size}) = {need}: {what}",
                     (seq_id,),
-                )  # fmt: skip
+                )
             elif s.status == WAITING and (s.num_blocks or s.num_computed):
                 yield Violation(
-                    "I7", t.step, t.call,
+                    "I7",
+                    t.step,
+                    t.call,
                     f"waiting {seq_id} has num_computed {s.num_computed} and holds "
                     f"{s.num_blocks} blocks; a waiting sequence has no KV, so both must be 0 "
                     "(preemption resets them)",
                     (seq_id,),
-                )  # fmt: skip
+                )
             elif s.status == FINISHED and s.num_blocks:
                 yield Violation(
-                    "I7", t.step, t.call,
+                    "I7",
+                    t.step,
+                    t.call,
                     f"finished {seq_id} still holds {s.num_blocks} blocks; finishing frees them",
                     (seq_id,),
-                )  # fmt: skip
+                )

@@ -51,11 +51,13 @@ def check_l1(ev: Evidence) -> Iterator[Violation]:
     bound = liveness_bound(trace.workload)
     detail = ", ".join(_where(ev, s) for s in unfinished)
     yield Violation(
-        "L1", len(trace.steps), "end of run",
+        "L1",
+        len(trace.steps),
+        "end of run",
         f"after {len(trace.steps)} steps (the bound for this workload is {bound}) these "
         f"requests have not finished: {detail}",
         tuple(unfinished),
-    )  # fmt: skip
+    )
 
 
 def _where(ev: Evidence, seq_id: str) -> str:

@@ -32,12 +32,14 @@ def check_d1(ev: Evidence) -> Iterator[Violation]:
             full = s.status == FINISHED
             if s.output != want[: len(s.output)] or (full and s.output != want):
                 yield Violation(
-                    "D1", t.step, t.call,
+                    "D1",
+                    t.step,
+                    t.call,
                     f"{seq_id}'s output is {list(s.output)}"
                     + (" (finished)" if full else "")
                     + f", but the model, with no scheduler at all, generates {list(want)}",
                     (seq_id,),
-                )  # fmt: skip
+                )
     if ev.unconstrained is not None:
         yield from _never_preempting_twin(ev.trace, ev.unconstrained)
 
@@ -47,16 +49,20 @@ def _never_preempting_twin(trace: Trace, twin: Trace) -> Iterator[Violation]:
     where = f"the same workload with num_blocks = {blocks} (enough for every request at once)"
     if twin.failure is not None:
         yield Violation(
-            "D1", twin.failure.step, twin.failure.call,
+            "D1",
+            twin.failure.step,
+            twin.failure.call,
             f"{where} fails: {twin.failure.message}",
-        )  # fmt: skip
+        )
         return
     for step in twin.steps:
         if step.scheduled.num_preemptions:
             yield Violation(
-                "D1", step.number, "schedule()",
+                "D1",
+                step.number,
+                "schedule()",
                 f"{where} preempted: num_preemptions is {step.scheduled.num_preemptions}",
-            )  # fmt: skip
+            )
             return
     mine, theirs = trace.final(), twin.final()
     if mine is None or theirs is None:
@@ -65,11 +71,13 @@ def _never_preempting_twin(trace: Trace, twin: Trace) -> Iterator[Violation]:
         other = theirs.seqs.get(seq_id)
         if other is not None and s.status == other.status == FINISHED and s.output != other.output:
             yield Violation(
-                "D1", len(trace.steps), "end of run",
+                "D1",
+                len(trace.steps),
+                "end of run",
                 f"{seq_id} ends with output {list(s.output)}, but {where} it ends with "
                 f"{list(other.output)}",
                 (seq_id,),
-            )  # fmt: skip
+            )
 
 
 def check_r1(ev: Evidence) -> Iterator[Violation]:
@@ -85,10 +93,12 @@ def check_r1(ev: Evidence) -> Iterator[Violation]:
             return
     if len(got) != len(expected) and ev.trace.failure is None:
         yield Violation(
-            "R1", min(len(got), len(expected)) + 1, "end of run",
+            "R1",
+            min(len(got), len(expected)) + 1,
+            "end of run",
             f"the reference runs this workload in {len(expected)} steps, this implementation "
             f"in {len(got)}",
-        )  # fmt: skip
+        )
 
 
 def _step_divergence(want: Step, have: Step) -> tuple[str, str] | None:

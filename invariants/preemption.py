@@ -15,11 +15,13 @@ def check_i4(ev: Evidence) -> Iterator[Violation]:
             was, now = t.before.seqs[seq_id].output, t.after.seqs[seq_id].output
             if now != was:
                 yield Violation(
-                    "I4", t.step, t.call,
+                    "I4",
+                    t.step,
+                    t.call,
                     f"{seq_id} was preempted and its output went from {list(was)} to "
                     f"{list(now)}; preemption loses the KV cache, never the generated tokens",
                     (seq_id,),
-                )  # fmt: skip
+                )
 
 
 def check_i5(ev: Evidence) -> Iterator[Violation]:
@@ -30,17 +32,21 @@ def check_i5(ev: Evidence) -> Iterator[Violation]:
         if list(waiting[: len(victims)]) != victims:
             tail = next(s for s in victims if s not in waiting[: len(victims)])
             yield Violation(
-                "I5", t.step, t.call,
+                "I5",
+                t.step,
+                t.call,
                 f"{tail} was preempted but waiting is {list(waiting)}: a preempted sequence "
                 "goes to the HEAD of waiting (it is older than everything there)",
                 (tail,),
-            )  # fmt: skip
+            )
             continue
         late = ev.out_of_order(waiting)
         if late is not None:
             yield Violation(
-                "I5", t.step, t.call,
+                "I5",
+                t.step,
+                t.call,
                 f"waiting is {list(waiting)}, not in arrival order "
                 f"{sorted(waiting, key=ev.arrival_rank.__getitem__)}: {late} is out of place",
                 (late,),
-            )  # fmt: skip
+            )

@@ -15,20 +15,24 @@ def check_i3(ev: Evidence) -> Iterator[Violation]:
         for sample in t.samples:
             if sample.num_computed != sample.num_tokens:
                 yield Violation(
-                    "I3", t.step, t.call,
+                    "I3",
+                    t.step,
+                    t.call,
                     f"sample_fn was called for {sample.seq_id} with num_computed "
                     f"{sample.num_computed} and num_tokens {sample.num_tokens}: a token may "
                     "only be sampled once all tokens are computed (not mid-prefill)",
                     (sample.seq_id,),
-                )  # fmt: skip
+                )
         for seq_id, s in t.after.seqs.items():
             if not 0 <= s.num_computed <= s.num_tokens:
                 yield Violation(
-                    "I3", t.step, t.call,
+                    "I3",
+                    t.step,
+                    t.call,
                     f"{seq_id} has num_computed {s.num_computed} and num_tokens {s.num_tokens}: "
                     "0 <= num_computed <= num_tokens must hold",
                     (seq_id,),
-                )  # fmt: skip
+                )
 
 
 def check_a1(ev: Evidence) -> Iterator[Violation]:
@@ -46,9 +50,10 @@ def _num_tokens(ev: Evidence, t: Transition) -> Iterator[Violation]:
         expected = ev.requests[seq_id].prompt_len + len(s.output)
         if s.num_tokens != expected:
             yield _a1(
-                t, seq_id,
+                t,
+                seq_id,
                 f"{seq_id}.num_tokens is {s.num_tokens}, but prompt_len + len(output) = {expected}",
-            )  # fmt: skip
+            )
 
 
 def _schedule_accounting(t: Transition) -> Iterator[Violation]:
@@ -59,27 +64,30 @@ def _schedule_accounting(t: Transition) -> Iterator[Violation]:
             continue  # I4 and I7 say what a preemption must do
         if now.num_computed != was.num_computed:
             yield _a1(
-                t, seq_id,
+                t,
+                seq_id,
                 f"schedule() changed {seq_id}.num_computed from {was.num_computed} to "
                 f"{now.num_computed}; only update() advances it, and only preemption resets it",
-            )  # fmt: skip
+            )
         elif now.output != was.output:
             yield _a1(
-                t, seq_id,
+                t,
+                seq_id,
                 f"schedule() changed {seq_id}.output from {list(was.output)} to "
                 f"{list(now.output)}; only update() appends to it",
-            )  # fmt: skip
+            )
         elif was.status == FINISHED and now != was:
             yield _a1(t, seq_id, f"schedule() changed finished {seq_id}: {_diff(was, now)}")
     grew = t.after.num_preemptions - t.before.num_preemptions
     if grew != len(t.preempted):
         victims = ", ".join(t.preempted) or "none"
         yield _a1(
-            t, "",
+            t,
+            "",
             f"num_preemptions grew by {grew}, but {len(t.preempted)} sequences were preempted "
             f"({victims}); a victim admitted again in the same step must restart from "
             "num_computed 0",
-        )  # fmt: skip
+        )
     if t.after.finished != t.before.finished:
         yield _a1(t, "", "schedule() changed the finished list; only update() finishes")
 
@@ -92,37 +100,41 @@ def _update_accounting(ev: Evidence, t: Transition) -> Iterator[Violation]:
         if seq_id not in t.schedule:
             if now != was:
                 yield _a1(
-                    t, seq_id,
+                    t,
+                    seq_id,
                     f"update() changed {seq_id}, which {_not_scheduled(t)}: {_diff(was, now)}",
-                )  # fmt: skip
+                )
             continue
         n = t.schedule[seq_id]
         if now.num_computed != was.num_computed + n:
             yield _a1(
-                t, seq_id,
+                t,
+                seq_id,
                 f"{seq_id} was scheduled with n = {n} from num_computed {was.num_computed}, "
                 f"so update() must make it {was.num_computed + n}, but it is "
                 f"{now.num_computed} (update() must apply what schedule() decided, from a "
                 "record of its own: the dict schedule() returned is the caller's)",
-            )  # fmt: skip
+            )
             continue
         complete = now.num_computed == was.num_tokens
         sampled = now.output[:-1] == was.output and len(now.output) == len(was.output) + 1
         if complete and not sampled:
             yield _a1(
-                t, seq_id,
+                t,
+                seq_id,
                 f"{seq_id} computed all {was.num_tokens} tokens, so update() must append "
                 f"exactly one sampled token, but its output went from {list(was.output)} to "
                 f"{list(now.output)}",
-            )  # fmt: skip
+            )
             continue
         if not complete and now.output != was.output:
             yield _a1(
-                t, seq_id,
+                t,
+                seq_id,
                 f"{seq_id} has computed {now.num_computed} of {was.num_tokens} tokens (a "
                 f"prefill chunk), yet its output changed from {list(was.output)} to "
                 f"{list(now.output)}",
-            )  # fmt: skip
+            )
             continue
         ends = complete and (
             now.output[-1] == eos or len(now.output) >= ev.requests[seq_id].max_tokens
@@ -130,11 +142,12 @@ def _update_accounting(ev: Evidence, t: Transition) -> Iterator[Violation]:
         if ends != (now.status == FINISHED):
             reason = _finish_reason(ev, seq_id, now, eos)
             yield _a1(
-                t, seq_id,
+                t,
+                seq_id,
                 f"{seq_id} is {now.status} after update() with output {list(now.output)}, "
                 f"but {reason} (append the token first, then test "
                 "tok == eos_token_id or len(output) >= max_tokens)",
-            )  # fmt: skip
+            )
     yield from _finish_lists(t)
 
 
@@ -143,24 +156,27 @@ def _finish_lists(t: Transition) -> Iterator[Violation]:
     if list(t.finished) != [s for s in t.schedule if s in done]:
         order = [s for s in t.schedule if s in done]
         yield _a1(
-            t, "",
+            t,
+            "",
             f"update() returned {list(t.finished)}, but the sequences it finished, in "
             f"scheduling order, are {order}",
-        )  # fmt: skip
+        )
     elif t.after.finished != t.before.finished + t.finished:
         yield _a1(
-            t, "",
+            t,
+            "",
             f"finished went from {list(t.before.finished)} to {list(t.after.finished)}; "
             f"update() must append exactly what it returns, {list(t.finished)}",
-        )  # fmt: skip
+        )
     kept = tuple(s for s in t.before.running if s not in done)
     if t.after.running != kept or t.after.waiting != t.before.waiting:
         yield _a1(
-            t, "",
+            t,
+            "",
             f"update() may only remove finished sequences from running: running went from "
             f"{list(t.before.running)} to {list(t.after.running)}, waiting from "
             f"{list(t.before.waiting)} to {list(t.after.waiting)}",
-        )  # fmt: skip
+        )
     if t.after.num_preemptions != t.before.num_preemptions:
         yield _a1(t, "", "update() changed num_preemptions; only schedule() preempts")
 

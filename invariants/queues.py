@@ -30,26 +30,33 @@ def check_i6(ev: Evidence) -> Iterator[Violation]:
             where = place.get(seq_id)
             if where is None:
                 yield Violation(
-                    "I6", t.step, t.call,
+                    "I6",
+                    t.step,
+                    t.call,
                     f"{seq_id} ({s.status}) is in none of waiting, running, finished",
                     (seq_id,),
-                )  # fmt: skip
+                )
             elif s.status != dict(QUEUES)[where]:
                 yield Violation(
-                    "I6", t.step, t.call,
-                    f"{seq_id} is in {where} but its status is {s.status}", (seq_id,),
-                )  # fmt: skip
+                    "I6",
+                    t.step,
+                    t.call,
+                    f"{seq_id} is in {where} but its status is {s.status}",
+                    (seq_id,),
+                )
         if t.is_schedule:
             for seq_id in t.schedule:
                 got = state.seqs.get(seq_id)
                 if got is None or got.status != RUNNING:
                     what = "no added sequence" if got is None else f"{got.status}, not RUNNING"
                     yield Violation(
-                        "I6", t.step, t.call,
+                        "I6",
+                        t.step,
+                        t.call,
                         f"schedule() scheduled {seq_id}, which is {what}: only running "
                         "sequences compute (a preempted one must not be touched again)",
                         (seq_id,),
-                    )  # fmt: skip
+                    )
 
 
 def check_f1(ev: Evidence) -> Iterator[Violation]:
@@ -66,9 +73,11 @@ def check_f1(ev: Evidence) -> Iterator[Violation]:
             continue
         fair = sorted(line, key=ev.arrival_rank.__getitem__)
         yield Violation(
-            "F1", t.step, t.call,
+            "F1",
+            t.step,
+            t.call,
             f"running + waiting is {list(t.after.running)} + {list(t.after.waiting)}; in "
             f"arrival order it is {fair}: {jumper} is out of place (FCFS: nobody may jump "
             "the queue)",
             (jumper,),
-        )  # fmt: skip
+        )

@@ -59,8 +59,15 @@ class Scope:
         for nb, bs, seqs, budget in itertools.product(*grid):
             fits = tuple(k for k in self.kinds if blocks_for(k[0] + k[1] - 1, bs) <= nb)
             if fits:
-                found.append(Space(Config(nb, bs, seqs, budget, 0), fits, self.requests,
-                                   self.arrival_steps, self.per_step))  # fmt: skip
+                found.append(
+                    Space(
+                        Config(nb, bs, seqs, budget, 0),
+                        fits,
+                        self.requests,
+                        self.arrival_steps,
+                        self.per_step,
+                    )
+                )
         return found
 
     def workloads(self) -> Iterator[Workload]:
@@ -118,8 +125,9 @@ def arrivals(space: Space, step: int, so_far: int) -> Iterator[tuple[Request, ..
         return
     for count in range(room + 1):
         for kinds in itertools.combinations_with_replacement(space.kinds, count):
-            yield tuple(Request(REVERSED(so_far + 1 + i), p, m, step)
-                        for i, (p, m) in enumerate(kinds))  # fmt: skip
+            yield tuple(
+                Request(REVERSED(so_far + 1 + i), p, m, step) for i, (p, m) in enumerate(kinds)
+            )
 
 
 def plans(

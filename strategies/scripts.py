@@ -50,9 +50,10 @@ def scripts(draw: st.DrawFn) -> tuple[Workload, Script]:
     model = TokenModel(seed=draw(_SEEDS), eos_per_mille=draw(_EOS_RATES))
     naming = draw(_NAMINGS)  # seq_ids whose sorted order need not be arrival order
     calls = draw(
-        st.lists(_calls(config.num_blocks * config.block_size, config.block_size),
-                 max_size=MAX_CALLS)
-    )  # fmt: skip
+        st.lists(
+            _calls(config.num_blocks * config.block_size, config.block_size), max_size=MAX_CALLS
+        )
+    )
     requests: list[Request] = []
     script: Script = []
     steps, again = 0, True  # no "again" before the first step

@@ -87,8 +87,9 @@ _EOS_POSITION = st.one_of(st.none(), st.none(), st.integers(0, MAX_TOKENS - 1))
 
 
 @functools.cache
-def _request(capacity: int, block_size: int, max_prompt: int) -> st.SearchStrategy[
-        tuple[int, int, int, int, int, int | None]]:  # fmt: skip
+def _request(
+    capacity: int, block_size: int, max_prompt: int
+) -> st.SearchStrategy[tuple[int, int, int, int, int, int | None]]:
     """One request's draws, all of them (so that shrinking deletes a request whole): its
     name's offset, max_tokens, prompt_len, arrival gap, token key and forced eos."""
 
@@ -128,8 +129,12 @@ def requests(
         keys.append((name, key))
         if eos is not None:
             eos_at.append((name, eos))
-    model = TokenModel(seed=draw(_SEEDS), eos_per_mille=draw(_EOS_RATES),
-                       eos_at=tuple(sorted(eos_at)), keys=tuple(keys))  # fmt: skip
+    model = TokenModel(
+        seed=draw(_SEEDS),
+        eos_per_mille=draw(_EOS_RATES),
+        eos_at=tuple(sorted(eos_at)),
+        keys=tuple(keys),
+    )
     return tuple(out), model
 
 
@@ -169,8 +174,14 @@ def fixed_sample(size: int) -> list[Workload]:
     """The same `size` workloads on every call, on every machine (derandomized draws)."""
     found: list[Workload] = []
 
-    @settings(max_examples=size, derandomize=True, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=size,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(any_workloads())
     def collect(workload: Workload) -> None:
         found.append(workload)

@@ -81,8 +81,16 @@ def gradescope(args: argparse.Namespace, path: Path, limits: Limits, console: Co
 
 def stages(args: argparse.Namespace, path: Path, console: Console) -> int:
     failures = Path(args.save_failures or tempfile.mkdtemp(prefix="schedcheck-failures-"))
-    settings = Settings(path, args.profile, str(args.workers), args.call_timeout,
-                        args.memory_mb, args.in_process, failures, args.verbose)  # fmt: skip
+    settings = Settings(
+        path,
+        args.profile,
+        str(args.workers),
+        args.call_timeout,
+        args.memory_mb,
+        args.in_process,
+        failures,
+        args.verbose,
+    )
     handle, name = tempfile.mkstemp(prefix="schedcheck-check-", suffix=".log")
     log_path = Path(name)
     with open(handle, "w") as log, tempfile.TemporaryDirectory(prefix="schedcheck-") as scratch:

@@ -44,60 +44,115 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True, metavar="command")
     check = commands.add_parser("check", help="fuzz a submission against the P07 spec")
     check.add_argument("path", nargs="?", default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
-    check.add_argument("--replay", nargs="+", metavar="FILE.json",
-                       help="re-run saved workloads (files, or folders of *.json)")  # fmt: skip
+    check.add_argument(
+        "--replay",
+        nargs="+",
+        metavar="FILE.json",
+        help="re-run saved workloads (files, or folders of *.json)",
+    )
     check.add_argument("--save-failures", metavar="DIR", help="write shrunk counterexamples here")
     check.add_argument("--html", metavar="OUT.html", help="on failure, draw the failing trace")
     check.add_argument(
-        "--call-timeout", type=float, default=2.0, metavar="S",
+        "--call-timeout",
+        type=float,
+        default=2.0,
+        metavar="S",
         help="seconds for one schedule()/update() (default 2)",
-    )  # fmt: skip
+    )
     check.add_argument(
-        "--memory-mb", type=int, default=1024, metavar="MB",
+        "--memory-mb",
+        type=int,
+        default=1024,
+        metavar="MB",
         help="memory cap of the worker (default 1024)",
-    )  # fmt: skip
+    )
     check.add_argument(
-        "--in-process", action="store_true",
+        "--in-process",
+        action="store_true",
         help="run the submission in this process (trusted code only)",
-    )  # fmt: skip
+    )
     check.add_argument(
-        "--profile", default="grade",
+        "--profile",
+        default="grade",
         help="Hypothesis profile: grade (default), ci, dev or fuzz, short for schedcheck-grade "
-             "and so on; or a profile of your own",
-    )  # fmt: skip
+        "and so on; or a profile of your own",
+    )
     check.add_argument("-n", "--workers", default="auto", help="pytest-xdist workers")
-    check.add_argument("--exhaustive", action="store_true",
-                       help="every behaviour reachable in a scope, not random search")  # fmt: skip
-    check.add_argument("--scope", default="small", choices=sorted(SCOPES),
-                       help="the scope of --exhaustive (default small)")  # fmt: skip
-    check.add_argument("--gradescope", metavar="RESULTS.json",
-                       help="grade it as `grade` does: Gradescope's results.json")  # fmt: skip
-    check.add_argument("--budget", type=float, default=300.0, metavar="S",
-                       help="with --gradescope: seconds of grading (default 300)")  # fmt: skip
-    check.add_argument("--sample", type=int, default=SAMPLE_SIZE, metavar="N",
-                       help=f"with --gradescope: workloads (default {SAMPLE_SIZE})")  # fmt: skip
-    check.add_argument("-v", "--verbose", action="store_true",
-                       help="show pytest's output as it runs (always in the log)")  # fmt: skip
+    check.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="every behaviour reachable in a scope, not random search",
+    )
+    check.add_argument(
+        "--scope",
+        default="small",
+        choices=sorted(SCOPES),
+        help="the scope of --exhaustive (default small)",
+    )
+    check.add_argument(
+        "--gradescope",
+        metavar="RESULTS.json",
+        help="grade it as `grade` does: Gradescope's results.json",
+    )
+    check.add_argument(
+        "--budget",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="with --gradescope: seconds of grading (default 300)",
+    )
+    check.add_argument(
+        "--sample",
+        type=int,
+        default=SAMPLE_SIZE,
+        metavar="N",
+        help=f"with --gradescope: workloads (default {SAMPLE_SIZE})",
+    )
+    check.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show pytest's output as it runs (always in the log)",
+    )
 
     fuzz_ = commands.add_parser("fuzz", help="a long campaign: search until the time is up")
     fuzz_.add_argument("path", nargs="?", default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
     fuzz_.add_argument("--minutes", type=float, required=True, help="how long to search")
-    fuzz_.add_argument("--out", default="fuzz-failures", metavar="DIR",
-                       help="where counterexamples go (default fuzz-failures)")  # fmt: skip
+    fuzz_.add_argument(
+        "--out",
+        default="fuzz-failures",
+        metavar="DIR",
+        help="where counterexamples go (default fuzz-failures)",
+    )
     fuzz_.add_argument("--call-timeout", type=float, default=2.0, metavar="S")
 
     grade = commands.add_parser("grade", help="grade a class: report.json, junit.xml, summary.md")
     grade.add_argument("paths", nargs="*", help="submission files, or folders holding them")
     grade.add_argument("--out", required=True, metavar="DIR", help="where the reports go")
-    grade.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
-                       help="submissions graded at once (default: every core)")  # fmt: skip
+    grade.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="submissions graded at once (default: every core)",
+    )
     grade.add_argument("--shard", metavar="K/N", help="grade the K-th of N shares of the paths")
     grade.add_argument("--merge", nargs="+", metavar="OUT", help="merge the reports of shards")
-    grade.add_argument("--budget", type=float, default=300.0, metavar="S",
-                       help="seconds of grading per submission (default 300)")  # fmt: skip
+    grade.add_argument(
+        "--budget",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds of grading per submission (default 300)",
+    )
     grade.add_argument("--call-timeout", type=float, default=2.0, metavar="S")
-    grade.add_argument("--sample", type=int, default=SAMPLE_SIZE, metavar="N",
-                       help=f"random workloads per submission (default {SAMPLE_SIZE})")  # fmt: skip
+    grade.add_argument(
+        "--sample",
+        type=int,
+        default=SAMPLE_SIZE,
+        metavar="N",
+        help=f"random workloads per submission (default {SAMPLE_SIZE})",
+    )
     add_parser(commands)
     for name in DOCS:
         commands.add_parser(name, help=f"print docs/{DOCS[name]} (also in a checkout)")

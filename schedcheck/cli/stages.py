@@ -150,14 +150,33 @@ def pytest_command(settings: Settings, scratch: Path) -> list[str]:
     """The one pytest run of every stage's tests, in `scratch` (its pytest.ini, its rootdir):
     only the plugins it needs, and the plugin's options under their prefixed names."""
     return [
-        sys.executable, "-m", "pytest", "-n", settings.workers, "-q", "--no-header",
-        "-p", "no:cacheprovider", "-p", "xdist.plugin", "-p", "_hypothesis_pytestplugin",
-        "-p", "schedcheck.plugin", "-c", str(scratch / "pytest.ini"), f"--rootdir={scratch}",
-        "--tb=short", f"--hypothesis-profile={profiles.prefixed(settings.profile)}",
-        "--impl", str(settings.path.resolve()), f"{CALL_TIMEOUT}={settings.call_timeout}",
-        f"{MEMORY_MB}={settings.memory_mb}", *([IN_PROCESS] if settings.in_process else []),
+        sys.executable,
+        "-m",
+        "pytest",
+        "-n",
+        settings.workers,
+        "-q",
+        "--no-header",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "xdist.plugin",
+        "-p",
+        "_hypothesis_pytestplugin",
+        "-p",
+        "schedcheck.plugin",
+        "-c",
+        str(scratch / "pytest.ini"),
+        f"--rootdir={scratch}",
+        "--tb=short",
+        f"--hypothesis-profile={profiles.prefixed(settings.profile)}",
+        "--impl",
+        str(settings.path.resolve()),
+        f"{CALL_TIMEOUT}={settings.call_timeout}",
+        f"{MEMORY_MB}={settings.memory_mb}",
+        *([IN_PROCESS] if settings.in_process else []),
         *(str(layout.SUITE / stage.file) for stage in STAGES),
-    ]  # fmt: skip
+    ]
 
 
 def run_stages(settings: Settings, scratch: Path, log: IO[str], console: Console) -> list[Result]:

@@ -16,9 +16,13 @@ from schedcheck.drive.driver import show
 
 SEQUENCE_ARGS = ("seq_id", "prompt_len", "max_tokens")
 SCHEDULER_ARGS = (
-    "num_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens", "sample_fn",
+    "num_blocks",
+    "block_size",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "sample_fn",
     "eos_token_id",
-)  # fmt: skip
+)
 
 
 def contract_problems(module: ModuleType) -> list[str]:
@@ -59,8 +63,15 @@ def _sequence_problems(module: ModuleType) -> list[str]:
         seq = cls(seq_id="a1", prompt_len=5, max_tokens=2)
     except Exception as e:
         return [f"Sequence(seq_id='a1', prompt_len=5, max_tokens=2) raised {e!r}"]
-    expected = {"seq_id": "a1", "prompt_len": 5, "max_tokens": 2, "output": [],
-                "num_computed": 0, "num_blocks": 0, "num_tokens": 5}  # fmt: skip
+    expected = {
+        "seq_id": "a1",
+        "prompt_len": 5,
+        "max_tokens": 2,
+        "output": [],
+        "num_computed": 0,
+        "num_blocks": 0,
+        "num_tokens": 5,
+    }
     for field, want in expected.items():
         problems += _field(seq, "a new Sequence", field, want)
     status = getattr(seq, "status", None)

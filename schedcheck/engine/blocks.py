@@ -22,8 +22,10 @@ from schedcheck.invariants.violation import Violation
 def check_e3(trace: EngineTrace) -> Iterator[Violation]:
     bs = trace.workload.config.block_size
     for step in trace.steps:
-        for call, pool in (("schedule()", step.after_schedule),
-                           ("postprocess()", step.after_postprocess)):  # fmt: skip
+        for call, pool in (
+            ("schedule()", step.after_schedule),
+            ("postprocess()", step.after_postprocess),
+        ):
             if pool is None:
                 continue
             problem = pool_problem(pool, bs)
@@ -42,14 +44,17 @@ def pool_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
     if len(cached) != len(pool.cached):
         twice = [b for b, n in Counter(pool.cached).items() if n > 1]
         return f"block {twice[0]} is cached twice (under two hashes?)", ()
-    for (one, x), (two, y) in (((free, "free"), (used, "used")),
-                               ((cached, "cached"), (used, "used")),
-                               ((free, "free"), (cached, "cached"))):  # fmt: skip
+    for (one, x), (two, y) in (
+        ((free, "free"), (used, "used")),
+        ((cached, "cached"), (used, "used")),
+        ((free, "free"), (cached, "cached")),
+    ):
         if one & two:
             return f"block {min(one & two)} is both {x} and {y}", ()
     if free | used | cached != everything:
         lost = sorted(everything - free - used - cached) or sorted(
-            (free | used | cached) - everything)  # fmt: skip
+            (free | used | cached) - everything
+        )
         state = "free, cached nor used" if pool.cached else "free nor used"
         return f"block {lost[0]} is neither {state} (or is no block at all)", ()
     for b in sorted(cached):
@@ -66,8 +71,11 @@ def pool_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
         if block.ref_count != len(held):
             names = tuple(n for n, _ in held)
             who = ", ".join(names) or "no sequence"
-            return (f"block {b} has ref_count {block.ref_count}, but {len(held)} block "
-                    f"table(s) hold it ({who})", names)  # fmt: skip
+            return (
+                f"block {b} has ref_count {block.ref_count}, but {len(held)} block "
+                f"table(s) hold it ({who})",
+                names,
+            )
         if (block.ref_count > 0) != (b in used):
             state = "used" if b in used else "cached" if b in cached else "free"
             return f"block {b} has ref_count {block.ref_count} but is {state}", ()
@@ -82,10 +90,12 @@ def _different_prefixes(pool: Pool, held: list[tuple[str, int]], bs: int) -> str
     indices = {i for _, i in held}
     if len(indices) > 1:
         return "sequences that hold it at different positions: " + ", ".join(
-            f"{n} as block {i}" for n, i in held)  # fmt: skip
+            f"{n} as block {i}" for n, i in held
+        )
     (i,) = indices
     prefixes = {pool.tokens[n][: (i + 1) * bs] for n, _ in held}
     if len(prefixes) > 1:
         return "sequences with different prefixes: " + ", ".join(
-            f"{n} {list(pool.tokens[n][: (i + 1) * bs])}" for n, _ in held)  # fmt: skip
+            f"{n} {list(pool.tokens[n][: (i + 1) * bs])}" for n, _ in held
+        )
     return None

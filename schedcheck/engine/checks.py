@@ -49,8 +49,10 @@ def active(off: frozenset[str] = frozenset(), on: frozenset[str] = frozenset()) 
         if name not in CATALOGUE:
             raise ValueError(f"no engine check {name!r} (the checks: {', '.join(CATALOGUE)})")
         if name not in POLICIES:
-            raise ValueError(f"{name} is a safety check, which cannot be switched; only the "
-                             f"policies {', '.join(POLICIES)} can")  # fmt: skip
+            raise ValueError(
+                f"{name} is a safety check, which cannot be switched; only the "
+                f"policies {', '.join(POLICIES)} can"
+            )
     return [c for c in CATALOGUE if (POLICIES.get(c, True) or c in on) and c not in off]
 
 
@@ -68,23 +70,36 @@ def check_e1(trace: EngineTrace) -> Iterator[Violation]:
     for step in trace.steps:
         names = [s.name for s in step.scheduled]
         if len(set(names)) != len(names):
-            yield Violation("E1", step.step, "schedule()",
-                            f"a sequence is scheduled twice in one step: {names}",
-                            tuple(names))  # fmt: skip
+            yield Violation(
+                "E1",
+                step.step,
+                "schedule()",
+                f"a sequence is scheduled twice in one step: {names}",
+                tuple(names),
+            )
         for seq in step.scheduled:
             start, end = span(seq)
             size = len(seq.token_ids)
             if seq.num_scheduled < 1 or end > size or start < 0:
-                yield Violation("E1", step.step, "schedule()",
-                                f"{seq.name} is scheduled for positions {start}..{end - 1} "
-                                f"of a sequence of {size} tokens (the runner starts at {start} "
-                                f"and computes {seq.num_scheduled})",
-                                (seq.name,))  # fmt: skip
+                yield Violation(
+                    "E1",
+                    step.step,
+                    "schedule()",
+                    f"{seq.name} is scheduled for positions {start}..{end - 1} "
+                    f"of a sequence of {size} tokens (the runner starts at {start} "
+                    f"and computes {seq.num_scheduled})",
+                    (seq.name,),
+                )
             elif len(seq.block_table) * bs < end:
-                yield Violation("E1", step.step, "schedule()",
-                                f"{seq.name} computes up to position {end - 1}, but its "
-                                f"block table {list(seq.block_table)} covers only "
-                                f"{len(seq.block_table) * bs} positions", (seq.name,))  # fmt: skip
+                yield Violation(
+                    "E1",
+                    step.step,
+                    "schedule()",
+                    f"{seq.name} computes up to position {end - 1}, but its "
+                    f"block table {list(seq.block_table)} covers only "
+                    f"{len(seq.block_table) * bs} positions",
+                    (seq.name,),
+                )
 
 
 def check_e4(trace: EngineTrace) -> Iterator[Violation]:
@@ -93,13 +108,22 @@ def check_e4(trace: EngineTrace) -> Iterator[Violation]:
         names = [s.name for s in step.scheduled]
         total = sum(s.num_scheduled for s in step.scheduled)
         if total > config.max_num_batched_tokens:
-            yield Violation("E4", step.step, "schedule()",
-                            f"{total} tokens scheduled, max_num_batched_tokens is "
-                            f"{config.max_num_batched_tokens}", tuple(names))  # fmt: skip
+            yield Violation(
+                "E4",
+                step.step,
+                "schedule()",
+                f"{total} tokens scheduled, max_num_batched_tokens is "
+                f"{config.max_num_batched_tokens}",
+                tuple(names),
+            )
         if len(names) > config.max_num_seqs:
-            yield Violation("E4", step.step, "schedule()",
-                            f"{len(names)} sequences scheduled, max_num_seqs is "
-                            f"{config.max_num_seqs}", tuple(names))  # fmt: skip
+            yield Violation(
+                "E4",
+                step.step,
+                "schedule()",
+                f"{len(names)} sequences scheduled, max_num_seqs is {config.max_num_seqs}",
+                tuple(names),
+            )
 
 
 def check_e9(trace: EngineTrace) -> Iterator[Violation]:
@@ -108,10 +132,15 @@ def check_e9(trace: EngineTrace) -> Iterator[Violation]:
         running = [n for n, s in step.after_schedule.status.items() if s == "RUNNING"]
         if len(running) > limit:
             scheduled = [s.name for s in step.scheduled]
-            yield Violation("E9", step.step, "schedule()",
-                            f"{len(running)} sequences are running ({', '.join(running)}), "
-                            f"max_num_seqs is {limit}; this step scheduled "
-                            f"{', '.join(scheduled)}", tuple(running))  # fmt: skip
+            yield Violation(
+                "E9",
+                step.step,
+                "schedule()",
+                f"{len(running)} sequences are running ({', '.join(running)}), "
+                f"max_num_seqs is {limit}; this step scheduled "
+                f"{', '.join(scheduled)}",
+                tuple(running),
+            )
             return  # the first step over the cap tells the story
 
 
@@ -129,9 +158,13 @@ def check_e7(trace: EngineTrace) -> Iterator[Violation]:
     for request in trace.workload.requests:
         want, got = trace.workload.alone(request), trace.outputs.get(request.name, ())
         if got != want:
-            yield Violation("E7", last, "end of run",
-                            f"{request.name} produced {list(got)}; run alone it produces "
-                            f"{list(want)}", (request.name,))  # fmt: skip
+            yield Violation(
+                "E7",
+                last,
+                "end of run",
+                f"{request.name} produced {list(got)}; run alone it produces {list(want)}",
+                (request.name,),
+            )
 
 
 def check_e8(trace: EngineTrace) -> Iterator[Violation]:
@@ -147,9 +180,12 @@ def check_e8(trace: EngineTrace) -> Iterator[Violation]:
             problem = _copy_problem(runner, step.is_prefill, seq, copy)
             if problem is not None:
                 yield Violation(
-                    "E8", step.step, "pickle", f"{seq.name}'s pickled copy carries {problem}",
+                    "E8",
+                    step.step,
+                    "pickle",
+                    f"{seq.name}'s pickled copy carries {problem}",
                     (seq.name,),
-                )  # fmt: skip
+                )
 
 
 def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) -> str | None:
@@ -160,8 +196,10 @@ def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) 
         return f"num_tokens {copy.num_tokens}, not {size}"
     if not runner.by_prefill_rule(is_prefill):
         if copy.last_token != seq.token_ids[-1]:
-            return (f"last_token {copy.last_token}, but this decode step computes position "
-                    f"{size - 1}, token {seq.token_ids[-1]}")  # fmt: skip
+            return (
+                f"last_token {copy.last_token}, but this decode step computes position "
+                f"{size - 1}, token {seq.token_ids[-1]}"
+            )
         return None
     first, second = runner.fields
     if copy.num_cached is None or (runner.span == "count" and copy.num_scheduled is None):
@@ -169,15 +207,15 @@ def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) 
     start, end = span(seq)
     theirs = runner.prefill(copy.num_cached, copy.num_scheduled, size)
     if theirs != (start, end - start):
-        said = f"{first} {copy.num_cached}" + (f", {second} {copy.num_scheduled}" if second
-                                                else "")  # fmt: skip
-        return (f"{said}: positions {theirs[0]}..{sum(theirs) - 1}, not "
-                f"{start}..{end - 1}")  # fmt: skip
+        said = f"{first} {copy.num_cached}" + (f", {second} {copy.num_scheduled}" if second else "")
+        return f"{said}: positions {theirs[0]}..{sum(theirs) - 1}, not {start}..{end - 1}"
     have = copy.token_ids or ()
     if any(p >= len(have) or have[p] != seq.token_ids[p] for p in range(start, min(end, size))):
         shown = "no tokens" if copy.token_ids is None else f"tokens {list(have)}"
-        return (f"{shown}, but this step computes positions {start}..{end - 1}: "
-                f"{list(seq.token_ids[start:end])}")  # fmt: skip
+        return (
+            f"{shown}, but this step computes positions {start}..{end - 1}: "
+            f"{list(seq.token_ids[start:end])}"
+        )
     return None
 
 

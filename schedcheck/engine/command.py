@@ -33,22 +33,36 @@ from schedcheck.sandbox.process import Limits
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     engine = commands.add_parser("engine", help="check a nano-vllm checkout's scheduler")
-    engine.add_argument("path", nargs="?",
-                        help="a nano-vllm checkout (the folder holding nanovllm/), a fork's, a "
-                        "wheel, or a site-packages folder; none with --package: the installed "
-                        "package")  # fmt: skip
-    engine.add_argument("--package", metavar="NAME",
-                        help="the engine's package, where it is not nanovllm (e.g. "
-                        "nanovllm_voxcpm)")  # fmt: skip
-    engine.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="a field of the engine's Config, over the default read off its "
-                        "config.py (repeatable; e.g. enable_chunked_prefill=True)")  # fmt: skip
-    engine.add_argument("--runner", choices=sorted(RUNNERS),
-                        help="the model runner's position rules (default: read off the "
-                        "engine's model_runner.py)")  # fmt: skip
-    engine.add_argument("--prefill", choices=("chunked", "whole"),
-                        help="whether the engine splits a prompt over the budget across steps "
-                        "(default: probed)")  # fmt: skip
+    engine.add_argument(
+        "path",
+        nargs="?",
+        help="a nano-vllm checkout (the folder holding nanovllm/), a fork's, a "
+        "wheel, or a site-packages folder; none with --package: the installed "
+        "package",
+    )
+    engine.add_argument(
+        "--package",
+        metavar="NAME",
+        help="the engine's package, where it is not nanovllm (e.g. nanovllm_voxcpm)",
+    )
+    engine.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a field of the engine's Config, over the default read off its "
+        "config.py (repeatable; e.g. enable_chunked_prefill=True)",
+    )
+    engine.add_argument(
+        "--runner",
+        choices=sorted(RUNNERS),
+        help="the model runner's position rules (default: read off the engine's model_runner.py)",
+    )
+    engine.add_argument(
+        "--prefill",
+        choices=("chunked", "whole"),
+        help="whether the engine splits a prompt over the budget across steps (default: probed)",
+    )
     engine.add_argument(
         "--off",
         action="append",
@@ -56,13 +70,22 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="CHECK",
         help=f"switch a policy check off (policies: {', '.join(POLICIES)})",
     )
-    engine.add_argument("--on", action="append", default=[], metavar="CHECK",
-                        help="switch a policy check on (E9: at most max_num_seqs running, "
-                        "nano-vllm PR #271)")  # fmt: skip
-    engine.add_argument("--examples", type=int, default=1000,
-                        help="workloads to try (default 1000)")  # fmt: skip
-    engine.add_argument("--replay", nargs="+", metavar="FILE.json",
-                        help="re-run saved engine workloads instead of searching")  # fmt: skip
+    engine.add_argument(
+        "--on",
+        action="append",
+        default=[],
+        metavar="CHECK",
+        help="switch a policy check on (E9: at most max_num_seqs running, nano-vllm PR #271)",
+    )
+    engine.add_argument(
+        "--examples", type=int, default=1000, help="workloads to try (default 1000)"
+    )
+    engine.add_argument(
+        "--replay",
+        nargs="+",
+        metavar="FILE.json",
+        help="re-run saved engine workloads instead of searching",
+    )
     engine.add_argument(
         "--save-failures", metavar="DIR", help="write the shrunk counterexample here"
     )
@@ -81,8 +104,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="MB",
         help="memory cap of the worker (default 1024)",
     )
-    engine.add_argument("--in-process", action="store_true",
-                        help="run the engine in this process (trusted code only)")  # fmt: skip
+    engine.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the engine in this process (trusted code only)",
+    )
 
 
 def engine_command(args: argparse.Namespace) -> int:
@@ -92,8 +118,7 @@ def engine_command(args: argparse.Namespace) -> int:
     except (SetupError, ValueError) as e:
         print(f"schedcheck engine: {e}", file=sys.stderr)
         return faults.USAGE
-    options = [*setup.options, *(f"--off={c}" for c in args.off),
-               *(f"--on={c}" for c in args.on)]  # fmt: skip
+    options = [*setup.options, *(f"--off={c}" for c in args.off), *(f"--on={c}" for c in args.on)]
     if args.prefill:
         options.append(f"--prefill={args.prefill}")
     shown = f"{setup.root}/{setup.package}"
@@ -110,11 +135,15 @@ def engine_command(args: argparse.Namespace) -> int:
         except SubmissionError as e:
             return load_failure(shown, str(e))
     print(f"engine: {shown}")
-    print(f"config: {setup.config_from}" + (f"; no value: {', '.join(setup.unset)}"
-                                            if setup.unset else ""))  # fmt: skip
+    print(
+        f"config: {setup.config_from}"
+        + (f"; no value: {', '.join(setup.unset)}" if setup.unset else "")
+    )
     runner = RUNNERS[setup.runner]
-    print(f"runner: {runner.name}, the model runner of {runner.source} ({setup.runner_from}): "
-          f"{runner.describe()}")  # fmt: skip
+    print(
+        f"runner: {runner.name}, the model runner of {runner.source} ({setup.runner_from}): "
+        f"{runner.describe()}"
+    )
     try:
         if args.replay:
             print(f"checks: {' '.join(checks)}")
@@ -134,8 +163,10 @@ def engine_command(args: argparse.Namespace) -> int:
         return faults.USAGE
     finally:
         engine.stop()
-    print(f"{found.examples} workloads in {found.seconds:.1f} s; reached: " + ", ".join(
-        f"{label} ({found.reached[label]})" for label in LABELS))  # fmt: skip
+    print(
+        f"{found.examples} workloads in {found.seconds:.1f} s; reached: "
+        + ", ".join(f"{label} ({found.reached[label]})" for label in LABELS)
+    )
     missed = [label for label in LABELS if not found.reached[label]]
     if missed:
         print(f"never reached: {', '.join(missed)}")
@@ -159,8 +190,10 @@ def engine_command(args: argparse.Namespace) -> int:
 def _switched(checks: list[str]) -> str:
     off = [c for c, on in POLICIES.items() if on and c not in checks]
     available = [c for c, on in POLICIES.items() if not on and c not in checks]
-    words = [f"policy off: {' '.join(off)}" if off else "",
-             f"policy available: {' '.join(available)} (--on)" if available else ""]  # fmt: skip
+    words = [
+        f"policy off: {' '.join(off)}" if off else "",
+        f"policy available: {' '.join(available)} (--on)" if available else "",
+    ]
     return "".join(f"; {w}" for w in words if w)
 
 
@@ -188,8 +221,10 @@ def replay(engine: Runs, root: str, files: list[str], checks: list[str]) -> int:
         return faults.USAGE
     for name, workload in loaded:
         if workload.problems():
-            print(f"schedcheck engine: {name} is not valid input: "
-                  f"{'; '.join(workload.problems())}", file=sys.stderr)  # fmt: skip
+            print(
+                f"schedcheck engine: {name} is not valid input: {'; '.join(workload.problems())}",
+                file=sys.stderr,
+            )
             return faults.USAGE
     for name, workload in loaded:
         verdict = verify_engine(engine, workload, checks)

@@ -20,9 +20,9 @@ def scheduled(seq: Any, name: str, runner: Runner, is_prefill: bool) -> Schedule
     tokens = tuple(int(t) for t in seq.token_ids)
     if runner.by_prefill_rule(is_prefill):
         first, span = runner.fields
-        start, n = runner.prefill(int(getattr(seq, first)),
-                                  _number(getattr(seq, span)) if span else None,
-                                  len(tokens))  # fmt: skip
+        start, n = runner.prefill(
+            int(getattr(seq, first)), _number(getattr(seq, span)) if span else None, len(tokens)
+        )
     else:
         start, n = len(tokens) - 1, 1
     return Scheduled(name, start, n, tokens, tuple(int(b) for b in seq.block_table))

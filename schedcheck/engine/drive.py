@@ -130,27 +130,40 @@ class _Run:
             raise Stop(EngineFailure("E6", self.step, what, message)) from None
 
     def all_steps(self) -> None:
-        lacking = [f"Scheduler.{m}()" for m in API if not callable(
-            getattr(self.engine.Scheduler, m, None))]  # fmt: skip
-        if not self.loop_finishes and not callable(getattr(self.engine.Scheduler, "postprocess",
-                                                           None)):  # fmt: skip
+        lacking = [
+            f"Scheduler.{m}()" for m in API if not callable(getattr(self.engine.Scheduler, m, None))
+        ]
+        if not self.loop_finishes and not callable(
+            getattr(self.engine.Scheduler, "postprocess", None)
+        ):
             lacking.append("Scheduler.postprocess() (or finish())")
         if self.engine.SamplingParams is None and not self.named_sequences:
             lacking.append("sampling_params.py (SamplingParams)")
         if lacking:
-            raise Stop(EngineFailure(UNDRIVABLE, 0, "Scheduler", (
-                f"the engine's Scheduler has no {', '.join(lacking)}, which schedcheck calls as "
-                "nano-vllm's (docs/engines.md, \"Checking a fork\")")))  # fmt: skip
+            raise Stop(
+                EngineFailure(
+                    UNDRIVABLE,
+                    0,
+                    "Scheduler",
+                    (
+                        f"the engine's Scheduler has no {', '.join(lacking)}, which "
+                        "schedcheck calls as "
+                        'nano-vllm\'s (docs/engines.md, "Checking a fork")'
+                    ),
+                )
+            )
         c = self.workload.config
-        config = Config(**{
-            **self.setup.config,
-            "max_num_seqs": c.max_num_seqs,
-            "max_num_batched_tokens": c.max_num_batched_tokens,
-            "eos": Eos(EOS),
-            "kvcache_block_size": c.block_size,
-            "num_kvcache_blocks": c.num_blocks,
-            "max_model_len": self.workload.longest(),
-        })  # fmt: skip
+        config = Config(
+            **{
+                **self.setup.config,
+                "max_num_seqs": c.max_num_seqs,
+                "max_num_batched_tokens": c.max_num_batched_tokens,
+                "eos": Eos(EOS),
+                "kvcache_block_size": c.block_size,
+                "num_kvcache_blocks": c.num_blocks,
+                "max_model_len": self.workload.longest(),
+            }
+        )
         self.engine.Sequence.block_size = c.block_size
         self.scheduler = self.call("Scheduler()", lambda: self.engine.Scheduler(config))
         pending = sorted(self.workload.requests, key=lambda r: r.arrival)
@@ -196,12 +209,14 @@ class _Run:
     def one_step(self) -> None:
         got = self.call("schedule()", self.scheduler.schedule)
         seqs, phase = self.read("schedule()", lambda: _returned(got, self.names, self.runner))
-        views = self.read("schedule()", lambda: tuple(self.view(s, phase is not False)
-                                                      for s in seqs))  # fmt: skip
+        views = self.read(
+            "schedule()", lambda: tuple(self.view(s, phase is not False) for s in seqs)
+        )
         # a mixed batch (schedule() returned only sequences) is a prefill step if any of its
         # sequences computes more than its last position
-        is_prefill = phase if phase is not None else any(
-            v.num_cached < len(v.token_ids) - 1 for v in views)  # fmt: skip
+        is_prefill = (
+            phase if phase is not None else any(v.num_cached < len(v.token_ids) - 1 for v in views)
+        )
         # E8 only where the engine pickles its sequences to workers in a form of its own
         copies = tuple(self.copy(s, v) for s, v in zip(seqs, views, strict=True) if self.pickles)
         before = self.read("schedule()", self.pool)
@@ -234,8 +249,7 @@ class _Run:
     def engine_loop(self, seqs: list[Any], sampled: tuple[int, ...]) -> None:
         """What nano-vllm-voxcpm's LLMEngine.step does after the runner: append each token,
         then finish() the sequences that stopped (eos unless ignored, or max_tokens)."""
-        stopped = [seq for seq, token in zip(seqs, sampled, strict=True)
-                   if self.append(seq, token)]  # fmt: skip
+        stopped = [seq for seq, token in zip(seqs, sampled, strict=True) if self.append(seq, token)]
         for seq in stopped:
             self.call("finish()", partial(self.scheduler.finish, seq))
 
@@ -258,12 +272,16 @@ class _Run:
             raise Stop(EngineFailure(UNDRIVABLE, self.step, call, str(e))) from None
         except AttributeError as e:
             owner = type(e.obj).__name__ if getattr(e, "obj", None) is not None else "an object"
-            message = (f"{owner} has no attribute {e.name!r}, which schedcheck reads as "
-                       f"nano-vllm's (docs/engines.md, \"Checking a fork\"): {e}")  # fmt: skip
+            message = (
+                f"{owner} has no attribute {e.name!r}, which schedcheck reads as "
+                f'nano-vllm\'s (docs/engines.md, "Checking a fork"): {e}'
+            )
             raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
         except Exception as e:  # a value of another type than nano-vllm's: not a verdict
-            message = (f"its state could not be read as nano-vllm's: {e!r} (docs/engines.md, "
-                       "\"Checking a fork\")")  # fmt: skip
+            message = (
+                f"its state could not be read as nano-vllm's: {e!r} (docs/engines.md, "
+                '"Checking a fork")'
+            )
             raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
 
     def copy(self, seq: Any, view: Scheduled) -> Copy:
@@ -299,13 +317,17 @@ def _returned(got: Any, names: dict[int, str], runner: Runner) -> tuple[list[Any
     mixed batches, only the sequences (is_prefill None)."""
     if isinstance(got, list) and all(id(s) in names for s in got):
         if runner.decode != "mixed":
-            raise Shape(f"schedule() returned only sequences, {_shape(got)}: a mixed batch, "
-                        f"which runner {runner.name!r} does not compute (--runner mixed "
-                        "does)")  # fmt: skip
+            raise Shape(
+                f"schedule() returned only sequences, {_shape(got)}: a mixed batch, "
+                f"which runner {runner.name!r} does not compute (--runner mixed "
+                "does)"
+            )
         return list(got), None
     if not isinstance(got, (tuple, list)) or len(got) < 2 or not isinstance(got[1], bool):
-        raise Shape(f"schedule() returned {_shape(got)}, not (sequences, is_prefill) as "
-                    "nano-vllm's does, nor a list of sequences (a mixed batch)")  # fmt: skip
+        raise Shape(
+            f"schedule() returned {_shape(got)}, not (sequences, is_prefill) as "
+            "nano-vllm's does, nor a list of sequences (a mixed batch)"
+        )
     seqs = list(got[0])
     unknown = [s for s in seqs if id(s) not in names]
     if unknown:

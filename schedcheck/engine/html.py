@@ -31,8 +31,10 @@ def engine_page(verdict: EngineVerdict) -> str:
                 continue
             color = PREFILL if step.is_prefill else DECODE
             span = f"{seq.num_cached}..{seq.num_cached + seq.num_scheduled - 1}"
-            cells.append(f'<td style="background:{color};color:#fff">{span}<br>'
-                         f"{escape(str(list(seq.block_table)))}</td>")  # fmt: skip
+            cells.append(
+                f'<td style="background:{color};color:#fff">{span}<br>'
+                f"{escape(str(list(seq.block_table)))}</td>"
+            )
         rows.append(f"<tr><th>{escape(name)}</th>{''.join(cells)}</tr>")
     pools = []
     for step in steps:
@@ -45,32 +47,40 @@ def engine_page(verdict: EngineVerdict) -> str:
         for b, block in enumerate(pool.blocks):
             color = FREE if b in pool.free else SHARED if block.ref_count > 1 else USED
             who = ", ".join(holders.get(b, [])) or "-"
-            cells.append(f'<td style="background:{color}">{b}: rc {block.ref_count}<br>'
-                         f"{escape(who)}</td>")  # fmt: skip
+            cells.append(
+                f'<td style="background:{color}">{b}: rc {block.ref_count}<br>{escape(who)}</td>'
+            )
         pools.append(f"<tr><th>{step.step}</th>{''.join(cells)}</tr>")
     legend = "".join(
         f'<span><i style="background:{c}"></i>{escape(n)}</span>'
-        for n, c in (("prefill", PREFILL), ("decode", DECODE), ("free block", FREE),
-                     ("used block", USED), ("shared block", SHARED))
-    )  # fmt: skip
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>schedcheck engine: {escape(violation.check)} at step {violation.step}</title>",
-        f"<style>{CSS} td, th {{ border: 1px solid #ccc; padding: 2px 6px; font-size: 12px; "
-        "text-align: center; }} table {{ border-collapse: collapse; }}</style></head><body>",
-        f"<h1>{escape(violation.check)}: {escape(info.title)}</h1>",
-        f'<p class="check" id="message">{escape(str(violation))}</p>',
-        f"<p><b>Symptom:</b> {escape(info.symptom)}<br>"
-        f"<b>Likely bug:</b> {escape('; or '.join(info.likely_bugs))}</p>",
-        f'<p class="legend">{legend}</p>',
-        "<h2>Timeline: positions computed, block table</h2>",
-        f"<table><tr><th>step</th>{head}</tr>{''.join(rows)}</table>",
-        "<h2>KV blocks after each step: ref_count, holders</h2>",
-        f"<table>{''.join(pools)}</table>",
-        "<h2>Workload (replay with --replay)</h2>",
-        f"<pre>{escape(trace.workload.to_json())}</pre>",
-        "<h2>Report</h2>",
-        f"<pre>{escape(verdict.report())}</pre>",
-        "</body></html>",
-    ])  # fmt: skip
+        for n, c in (
+            ("prefill", PREFILL),
+            ("decode", DECODE),
+            ("free block", FREE),
+            ("used block", USED),
+            ("shared block", SHARED),
+        )
+    )
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>schedcheck engine: {escape(violation.check)} at step {violation.step}</title>",
+            f"<style>{CSS} td, th {{ border: 1px solid #ccc; padding: 2px 6px; font-size: 12px; "
+            "text-align: center; }} table {{ border-collapse: collapse; }}</style></head><body>",
+            f"<h1>{escape(violation.check)}: {escape(info.title)}</h1>",
+            f'<p class="check" id="message">{escape(str(violation))}</p>',
+            f"<p><b>Symptom:</b> {escape(info.symptom)}<br>"
+            f"<b>Likely bug:</b> {escape('; or '.join(info.likely_bugs))}</p>",
+            f'<p class="legend">{legend}</p>',
+            "<h2>Timeline: positions computed, block table</h2>",
+            f"<table><tr><th>step</th>{head}</tr>{''.join(rows)}</table>",
+            "<h2>KV blocks after each step: ref_count, holders</h2>",
+            f"<table>{''.join(pools)}</table>",
+            "<h2>Workload (replay with --replay)</h2>",
+            f"<pre>{escape(trace.workload.to_json())}</pre>",
+            "<h2>Report</h2>",
+            f"<pre>{escape(verdict.report())}</pre>",
+            "</body></html>",
+        ]
+    )

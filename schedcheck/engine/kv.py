@@ -43,15 +43,19 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                     continue
                 where = "outside its block table" if slot is None else f"slot {slot}"
                 held = (
-                    "nothing" if found is None
+                    "nothing"
+                    if found is None
                     else f"position {found[0]} of {_show(found[1])} (written for {found[2]} "
                     f"at step {found[3]})"
-                )  # fmt: skip
+                )
                 yield Violation(
-                    "E2", step.step, "model runner",
+                    "E2",
+                    step.step,
+                    "model runner",
                     f"{seq.name} attends to position {q} at {where}, which holds {held}, "
-                    f"not position {q} of its own {_show(want)}", (seq.name,),
-                )  # fmt: skip
+                    f"not position {q} of its own {_show(want)}",
+                    (seq.name,),
+                )
                 break  # one per sequence per step: the first wrong read tells the story
 
 

@@ -142,6 +142,12 @@ def load_engine(
     has_params = f"{package}/sampling_params.py" in sources  # nano-vllm-voxcpm has none
     params = importlib.import_module(f"{package}.sampling_params") if has_params else None
     modules = {n: m for n, m in sys.modules.items() if n == package or n.startswith(package + ".")}
-    return Engine(root, package, scheduler.Scheduler, sequence.Sequence,
-                  getattr(params, "SamplingParams", None),
-                  modules, finder)  # fmt: skip
+    return Engine(
+        root,
+        package,
+        scheduler.Scheduler,
+        sequence.Sequence,
+        getattr(params, "SamplingParams", None),
+        modules,
+        finder,
+    )

@@ -40,8 +40,11 @@ class Runner:
 
     def describe(self) -> str:
         start = f"min({self.start}, len(seq)-1)" if self.clamp else self.start
-        count = {"count": f"{self.span_field} tokens", "rest": "every token to the end",
-                 "end": f"up to {self.span_field} (or to the end)"}[self.span]  # fmt: skip
+        count = {
+            "count": f"{self.span_field} tokens",
+            "rest": "every token to the end",
+            "end": f"up to {self.span_field} (or to the end)",
+        }[self.span]
         decode = {
             "last-block": "decode computes position len(seq)-1 from last_token, into "
             "block_table[-1]",
@@ -74,16 +77,51 @@ class Runner:
 RUNNERS = {
     r.name: r
     for r in (
-        Runner("chunked", "num_cached_tokens", "count", "num_scheduled_tokens", False,
-               "last-block", "nano-vllm f64d821 to bb823b3 (April 2026 on)"),
-        Runner("chunked-clamped", "num_cached_tokens", "count", "num_scheduled_tokens", True,
-               "last-block", "nano-vllm 8d63a98 to 25794a1 (the first chunked commits)"),
-        Runner("whole", "num_cached_tokens", "rest", "", False, "last-block",
-               "nano-vllm before 8d63a98 (9e8507e and earlier)"),
-        Runner("mixed", "num_cached_tokens", "count", "num_new_tokens", False, "mixed",
-               "forks in vLLM v1's style (prepare_model_input; CodingPlatelets/nano-vllm-v1 "
-               "7ec374d, tang-jiapeng/nano-vllm-v1 a180672, laurxh/JK-infra b06f7d3)"),
-        Runner("window", "scheduled_prefill_start", "end", "scheduled_prefill_end", False,
-               "position", "shunwendongan/nano-vllm-online-serving 63ddd4f"),
+        Runner(
+            "chunked",
+            "num_cached_tokens",
+            "count",
+            "num_scheduled_tokens",
+            False,
+            "last-block",
+            "nano-vllm f64d821 to bb823b3 (April 2026 on)",
+        ),
+        Runner(
+            "chunked-clamped",
+            "num_cached_tokens",
+            "count",
+            "num_scheduled_tokens",
+            True,
+            "last-block",
+            "nano-vllm 8d63a98 to 25794a1 (the first chunked commits)",
+        ),
+        Runner(
+            "whole",
+            "num_cached_tokens",
+            "rest",
+            "",
+            False,
+            "last-block",
+            "nano-vllm before 8d63a98 (9e8507e and earlier)",
+        ),
+        Runner(
+            "mixed",
+            "num_cached_tokens",
+            "count",
+            "num_new_tokens",
+            False,
+            "mixed",
+            "forks in vLLM v1's style (prepare_model_input; CodingPlatelets/nano-vllm-v1 "
+            "7ec374d, tang-jiapeng/nano-vllm-v1 a180672, laurxh/JK-infra b06f7d3)",
+        ),
+        Runner(
+            "window",
+            "scheduled_prefill_start",
+            "end",
+            "scheduled_prefill_end",
+            False,
+            "position",
+            "shunwendongan/nano-vllm-online-serving 63ddd4f",
+        ),
     )
-}  # fmt: skip
+}

@@ -23,8 +23,14 @@ from schedcheck.engine.runner import RUNNERS
 # The modules the driver imports from the package (and sampling_params.py where it is).
 MODULES = ("engine/sequence.py", "engine/block_manager.py", "engine/scheduler.py")
 # The Config fields every workload sets itself (docs/engines.md): --config cannot.
-DRAWN = ("max_num_seqs", "max_num_batched_tokens", "kvcache_block_size", "num_kvcache_blocks",
-         "eos", "max_model_len")  # fmt: skip
+DRAWN = (
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "kvcache_block_size",
+    "num_kvcache_blocks",
+    "eos",
+    "max_model_len",
+)
 
 
 class SetupError(ValueError):
@@ -46,17 +52,29 @@ class EngineSetup:
     options: tuple[str, ...] = ()  # the command-line options that reproduce this setup
 
     def to_dict(self) -> dict[str, Any]:
-        return {"root": self.root, "package": self.package, "runner": self.runner,
-                "runner_from": self.runner_from, "config": self.config,
-                "unset": list(self.unset), "config_from": self.config_from,
-                "options": list(self.options)}  # fmt: skip
+        return {
+            "root": self.root,
+            "package": self.package,
+            "runner": self.runner,
+            "runner_from": self.runner_from,
+            "config": self.config,
+            "unset": list(self.unset),
+            "config_from": self.config_from,
+            "options": list(self.options),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EngineSetup:
-        return cls(str(data["root"]), str(data["package"]), str(data["runner"]),
-                   str(data["runner_from"]), dict(data["config"]),
-                   tuple(map(str, data["unset"])), str(data["config_from"]),
-                   tuple(map(str, data["options"])))  # fmt: skip
+        return cls(
+            str(data["root"]),
+            str(data["package"]),
+            str(data["runner"]),
+            str(data["runner_from"]),
+            dict(data["config"]),
+            tuple(map(str, data["unset"])),
+            str(data["config_from"]),
+            tuple(map(str, data["options"])),
+        )
 
     @property
     def folder(self) -> Path:
@@ -69,8 +87,10 @@ def locate(path: str | None, package: str | None) -> tuple[Path, str]:
     PATH, the installed package `package` (found without importing it)."""
     if path is None:
         if package is None:
-            raise SetupError("give a PATH (a checkout, a wheel, a site-packages folder) or "
-                             "--package NAME of an installed engine")  # fmt: skip
+            raise SetupError(
+                "give a PATH (a checkout, a wheel, a site-packages folder) or "
+                "--package NAME of an installed engine"
+            )
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:
             raise SetupError(f"no installed package named {package!r} (--package)")
@@ -92,13 +112,19 @@ def locate(path: str | None, package: str | None) -> tuple[Path, str]:
     found = sorted(d.name for d in where.iterdir() if d.is_dir() and _is_package(d))
     if not found:
         deeper = _packages_below(where)
-        hint = (f"; below it: {', '.join(deeper)} (give the folder holding one as PATH)"
-                if deeper else "")  # fmt: skip
-        raise SetupError(f"{path} is not a nano-vllm checkout: no nanovllm/ (or other "
-                         f"package) holding engine/scheduler.py{hint}")  # fmt: skip
+        hint = (
+            f"; below it: {', '.join(deeper)} (give the folder holding one as PATH)"
+            if deeper
+            else ""
+        )
+        raise SetupError(
+            f"{path} is not a nano-vllm checkout: no nanovllm/ (or other "
+            f"package) holding engine/scheduler.py{hint}"
+        )
     if len(found) > 1 and "nanovllm" not in found:
-        raise SetupError(f"{path} holds several engines ({', '.join(found)}): name one "
-                         "with --package")  # fmt: skip
+        raise SetupError(
+            f"{path} holds several engines ({', '.join(found)}): name one with --package"
+        )
     return where.resolve(), "nanovllm" if "nanovllm" in found else found[0]
 
 
@@ -111,8 +137,12 @@ def _packages_below(where: Path, depth: int = 4, most: int = 5) -> list[str]:
     found: list[str] = []
     level = [where]
     for _ in range(depth):
-        level = [d for f in level for d in sorted(f.iterdir())
-                 if d.is_dir() and not d.name.startswith((".", "__"))]  # fmt: skip
+        level = [
+            d
+            for f in level
+            for d in sorted(f.iterdir())
+            if d.is_dir() and not d.name.startswith((".", "__"))
+        ]
         found += [str(d.relative_to(where)) for d in level if _is_package(d)]
         if len(found) >= most:
             break
@@ -134,15 +164,19 @@ def read_config(source: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:
         tree = ast.parse(source)
     except SyntaxError:
         return values, ()
-    config = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
-                   and n.name == "Config"), None)  # fmt: skip
+    config = next(
+        (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "Config"), None
+    )
     if config is None:
         return values, ()
     for node in config.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             name, default = node.target.id, node.value
-        elif (isinstance(node, ast.Assign) and len(node.targets) == 1
-              and isinstance(node.targets[0], ast.Name)):  # fmt: skip
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             name, default = node.targets[0].id, node.value
         else:
             continue
@@ -159,8 +193,10 @@ def _literal(node: ast.expr | None) -> tuple[bool, Any]:
     `field(default_factory=list/dict)`."""
     if node is None:
         return False, None
-    if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) \
-            == "field":  # fmt: skip
+    if (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "id", getattr(node.func, "attr", "")) == "field"
+    ):
         for kw in node.keywords:
             if kw.arg == "default":
                 return _literal(kw.value)
@@ -183,11 +219,12 @@ def parse_option(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key.isidentifier():
-        raise SetupError(f"--config {text!r}: expected KEY=VALUE, e.g. "
-                         "enable_chunked_prefill=True")  # fmt: skip
+        raise SetupError(f"--config {text!r}: expected KEY=VALUE, e.g. enable_chunked_prefill=True")
     if key in DRAWN:
-        raise SetupError(f"--config {key}: schedcheck draws {key} for every workload itself "
-                         f"(the fields it sets: {', '.join(DRAWN)})")  # fmt: skip
+        raise SetupError(
+            f"--config {key}: schedcheck draws {key} for every workload itself "
+            f"(the fields it sets: {', '.join(DRAWN)})"
+        )
     ok, value = _literal(_expression(raw))
     return key, value if ok else raw
 
@@ -213,20 +250,28 @@ def detect_runner(root: Path, package: str) -> tuple[str, str]:
         functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] if tree else []
         prefill = next((f for f in functions if f.name.startswith("prepare_prefill")), None)
         unified = next((f for f in functions if f.name == "prepare_model_input"), None)
-        if prefill is None and unified is not None and "num_new_tokens" in (
-                ast.get_source_segment(text, unified) or ""):  # fmt: skip
-            return "mixed", (f"{where}: one prepare_model_input computes num_new_tokens from "
-                             "num_cached_tokens for every sequence")  # fmt: skip
+        if (
+            prefill is None
+            and unified is not None
+            and "num_new_tokens" in (ast.get_source_segment(text, unified) or "")
+        ):
+            return "mixed", (
+                f"{where}: one prepare_model_input computes num_new_tokens from "
+                "num_cached_tokens for every sequence"
+            )
         if prefill is not None:
             body = ast.get_source_segment(text, prefill) or ""
             if "scheduled_prefill_start" in body:
-                return "window", (f"{where}: prepare_prefill computes from "
-                                  "scheduled_prefill_start to scheduled_prefill_end")  # fmt: skip
+                return "window", (
+                    f"{where}: prepare_prefill computes from "
+                    "scheduled_prefill_start to scheduled_prefill_end"
+                )
             if "num_scheduled_tokens" not in body:
                 return "whole", f"{where}: prepare_prefill computes every token to the end"
             if "min(seq.num_cached_tokens" in body.replace(" ", ""):
-                return "chunked-clamped", (f"{where}: prepare_prefill starts at "
-                                           "min(num_cached_tokens, len(seq)-1)")  # fmt: skip
+                return "chunked-clamped", (
+                    f"{where}: prepare_prefill starts at min(num_cached_tokens, len(seq)-1)"
+                )
             return "chunked", f"{where}: prepare_prefill computes num_scheduled_tokens"
     sequence = root / package / "engine" / "sequence.py"
     if sequence.is_file() and "num_scheduled_tokens" in sequence.read_text(errors="replace"):
@@ -254,8 +299,13 @@ def runner_writes(root: Path, package: str) -> list[str]:
         ):
             continue
         for node in ast.walk(fn):
-            targets = (node.targets if isinstance(node, ast.Assign)
-                       else [node.target] if isinstance(node, ast.AugAssign) else [])  # fmt: skip
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign)
+                else []
+            )
             for t in targets:
                 if (
                     isinstance(t, ast.Attribute)
@@ -286,8 +336,11 @@ def read_setup(
         )
     source = root / name / "config.py"
     values, unset = read_config(source.read_text(errors="replace") if source.is_file() else None)
-    config_from = (f"{name}/config.py: {len(values) + len(unset)} fields read"
-                   if source.is_file() else f"no {name}/config.py")  # fmt: skip
+    config_from = (
+        f"{name}/config.py: {len(values) + len(unset)} fields read"
+        if source.is_file()
+        else f"no {name}/config.py"
+    )
     options: list[str] = []
     if package is not None:
         options += ["--package", package]
@@ -303,5 +356,6 @@ def read_setup(
     else:
         runner_from = "set with --runner"
         options += ["--runner", runner]
-    return EngineSetup(str(root), name, runner, runner_from, values, unset, config_from,
-                       tuple(options))  # fmt: skip
+    return EngineSetup(
+        str(root), name, runner, runner_from, values, unset, config_from, tuple(options)
+    )

@@ -27,8 +27,17 @@ CHUNKED = "chunked prefill"
 MID_RUN = "mid-run arrival"
 EOS_FINISH = "finish by eos"
 IGNORED_EOS = "eos ignored (ignore_eos)"
-LABELS = (PREFIX_HIT, WHOLE_PROMPT_HIT, FREE_BLOCK_HIT, PREEMPTION, REPREFILL, CHUNKED,
-          MID_RUN, EOS_FINISH, IGNORED_EOS)  # fmt: skip
+LABELS = (
+    PREFIX_HIT,
+    WHOLE_PROMPT_HIT,
+    FREE_BLOCK_HIT,
+    PREEMPTION,
+    REPREFILL,
+    CHUNKED,
+    MID_RUN,
+    EOS_FINISH,
+    IGNORED_EOS,
+)
 
 _TOKENS = st.integers(1, 3)
 
@@ -50,9 +59,15 @@ def engine_workloads(
     for i, arrival in enumerate(arrivals, start=1):
         stem = draw(st.sampled_from(stems))
         prompt = stem[: draw(st.integers(0, len(stem)))] + draw(st.lists(tokens, max_size=3))
-        requests.append(EngineRequest(
-            f"r{i}", tuple(prompt or [1]), draw(st.integers(1, 5)), draw(st.booleans()), arrival,
-        ))  # fmt: skip
+        requests.append(
+            EngineRequest(
+                f"r{i}",
+                tuple(prompt or [1]),
+                draw(st.integers(1, 5)),
+                draw(st.booleans()),
+                arrival,
+            )
+        )
     # nano-vllm never sees a block of one token: its Config asserts a multiple of 256, and
     # its `len(seq) % block_size == 1` (a new block at a boundary) never fires at size 1.
     block_size = draw(st.integers(2, 4))

@@ -90,11 +90,19 @@ class EngineTrace:
 
     def to_dict(self) -> dict[str, Any]:
         def pool(p: Pool | None) -> Any:
-            return None if p is None else {
-                "blocks": [list(b) for b in p.blocks], "free": list(p.free),
-                "used": list(p.used), "tables": p.tables, "tokens": p.tokens,
-                "status": p.status, "cached": list(p.cached),
-            }  # fmt: skip
+            return (
+                None
+                if p is None
+                else {
+                    "blocks": [list(b) for b in p.blocks],
+                    "free": list(p.free),
+                    "used": list(p.used),
+                    "tables": p.tables,
+                    "tokens": p.tokens,
+                    "status": p.status,
+                    "cached": list(p.cached),
+                }
+            )
 
         return {
             "workload": self.workload.to_dict(),
@@ -125,31 +133,43 @@ class EngineTrace:
                 return None
             return Pool(
                 tuple(Block(int(r), int(h), tup(t) or ()) for r, h, t in p["blocks"]),
-                tup(p["free"]) or (), tup(p["used"]) or (),
+                tup(p["free"]) or (),
+                tup(p["used"]) or (),
                 {k: tup(v) or () for k, v in p["tables"].items()},
                 {k: tup(v) or () for k, v in p["tokens"].items()},
                 {k: str(v) for k, v in p["status"].items()},
                 tup(p.get("cached")) or (),
-            )  # fmt: skip
+            )
 
         steps = []
         for s in data["steps"]:
             after = pool(s["after_schedule"])
             assert after is not None
-            steps.append(EngineStep(
-                int(s["step"]), bool(s["is_prefill"]),
-                tuple(Scheduled(str(n), int(c), int(k), tup(t) or (), tup(b) or ())
-                      for n, c, k, t, b in s["scheduled"]),
-                tuple(Copy(tup(t), _int(lt), _int(c), _int(k), tup(b), _int(nt))
-                      for t, lt, c, k, b, nt in s["copies"]),
-                tup(s["sampled"]) or (), after, pool(s["after_postprocess"]),
-            ))  # fmt: skip
+            steps.append(
+                EngineStep(
+                    int(s["step"]),
+                    bool(s["is_prefill"]),
+                    tuple(
+                        Scheduled(str(n), int(c), int(k), tup(t) or (), tup(b) or ())
+                        for n, c, k, t, b in s["scheduled"]
+                    ),
+                    tuple(
+                        Copy(tup(t), _int(lt), _int(c), _int(k), tup(b), _int(nt))
+                        for t, lt, c, k, b, nt in s["copies"]
+                    ),
+                    tup(s["sampled"]) or (),
+                    after,
+                    pool(s["after_postprocess"]),
+                )
+            )
         failure = data["failure"]
         return cls(
-            EngineWorkload.from_dict(data["workload"]), str(data["runner"]), tuple(steps),
+            EngineWorkload.from_dict(data["workload"]),
+            str(data["runner"]),
+            tuple(steps),
             {k: tup(v) or () for k, v in data["outputs"].items()},
             None if failure is None else EngineFailure(**failure),
-        )  # fmt: skip
+        )
 
 
 def _int(x: Any) -> int | None:

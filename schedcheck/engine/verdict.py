@@ -52,8 +52,9 @@ def verify_engine(
     """Run `workload` and make `checks` (default: invariants.engine.checks.active())."""
     trace = engine.run(workload)
     if trace.failure is not None and trace.failure.check == UNDRIVABLE:
-        raise Undrivable(f"at step {trace.failure.step}, {trace.failure.call}: "
-                         f"{trace.failure.message}")  # fmt: skip
+        raise Undrivable(
+            f"at step {trace.failure.step}, {trace.failure.call}: {trace.failure.message}"
+        )
     return EngineVerdict(trace, check_engine(trace, checks))
 
 
@@ -70,17 +71,20 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         f"  config: num_kvcache_blocks={c.num_blocks} kvcache_block_size={c.block_size} "
         f"max_num_seqs={c.max_num_seqs} max_num_batched_tokens={c.max_num_batched_tokens} "
         "eos=0",
-        "  requests: " + ", ".join(
+        "  requests: "
+        + ", ".join(
             f"{r.name} prompt {list(r.prompt)} max_tokens {r.max_tokens}"
-            + (" ignore_eos" if r.ignore_eos else "") + f" (step {r.arrival})"
-            for r in w.requests),
+            + (" ignore_eos" if r.ignore_eos else "")
+            + f" (step {r.arrival})"
+            for r in w.requests
+        ),
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
         "",
         f"steps (runner {trace.runner}; positions computed, block tables):",
         "| step | phase | scheduled | sampled | free blocks after |",
         "|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for step in trace.steps[: violation.step or len(trace.steps)]:
         scheduled = ", ".join(
             f"{s.name} {s.num_cached}..{s.num_cached + s.num_scheduled - 1} {list(s.block_table)}"

@@ -83,11 +83,15 @@ class EngineWorkload:
             if r.peak_blocks(c.block_size) > c.num_blocks
         ]
         if c.block_size < 2:
-            found.append(f"kvcache_block_size {c.block_size} is below 2, which nano-vllm "
-                         "never runs with (docs/engines.md)")  # fmt: skip
+            found.append(
+                f"kvcache_block_size {c.block_size} is below 2, which nano-vllm "
+                "never runs with (docs/engines.md)"
+            )
         if c.max_num_batched_tokens < c.max_num_seqs:
-            found.append(f"max_num_batched_tokens {c.max_num_batched_tokens} is below "
-                         f"max_num_seqs {c.max_num_seqs}")  # fmt: skip
+            found.append(
+                f"max_num_batched_tokens {c.max_num_batched_tokens} is below "
+                f"max_num_seqs {c.max_num_seqs}"
+            )
         return found
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,8 +112,12 @@ class EngineWorkload:
             )
             for r in data["requests"]
         )
-        return cls(EngineConfig(**{k: int(v) for k, v in data["config"].items()}), requests,
-                   int(data["vocab"]), int(data["eos_per_16"]))  # fmt: skip
+        return cls(
+            EngineConfig(**{k: int(v) for k, v in data["config"].items()}),
+            requests,
+            int(data["vocab"]),
+            int(data["eos_per_16"]),
+        )
 
     @classmethod
     def from_json(cls, text: str) -> EngineWorkload:

@@ -38,15 +38,17 @@ def results(
     tests: list[dict[str, Any]] = []
     for number, group in enumerate(GROUPS, 1):
         state = entry.checks.get(group, GroupState.NOT_RUN)
-        tests.append({
-            "name": title(group),
-            "number": str(number),
-            "score": share if state is GroupState.PASS else 0.0,
-            "max_score": share,
-            "status": "passed" if state is GroupState.PASS else "failed",
-            "output": _output(entry, group, state),
-            "visibility": visibility,
-        })  # fmt: skip
+        tests.append(
+            {
+                "name": title(group),
+                "number": str(number),
+                "score": share if state is GroupState.PASS else 0.0,
+                "max_score": share,
+                "status": "passed" if state is GroupState.PASS else "failed",
+                "output": _output(entry, group, state),
+                "visibility": visibility,
+            }
+        )
     score = round(sum(t["score"] for t in tests), 2)
     passed = sum(t["status"] == "passed" for t in tests)
     return {

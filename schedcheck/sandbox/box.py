@@ -119,8 +119,10 @@ def _own_root(workdir: str, mount: bool, size: int) -> None:
         libc = _libc()
         _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
         options = f"size={size},mode=755".encode()
-        _check(libc.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options),
-               "mount the box's root")  # fmt: skip
+        _check(
+            libc.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options),
+            "mount the box's root",
+        )
     tmp = os.path.join(root, "tmp")
     os.mkdir(tmp)
     os.chmod(tmp, 0o1777)

@@ -51,8 +51,17 @@ from schedcheck.sandbox.beat import Board, board_fd
 # All a worker inherits of the checker's environment: the submission must not read its
 # secrets (SCHEDCHECK_REDIS_URL may carry a password, CI runners hold tokens). The last
 # two are for interpreters that need them to start (a shared libpython outside /usr).
-_PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONHOME",
-              "SCHEDCHECK_NO_NAMESPACES")  # fmt: skip
+_PASSED_ON = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "LD_LIBRARY_PATH",
+    "PYTHONHOME",
+    "SCHEDCHECK_NO_NAMESPACES",
+)
 
 
 TAMPERED = (
@@ -175,15 +184,25 @@ class Sandbox:
         page = board_fd()
         self.board, self._seen = Board(page), 0
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.worker, str(theirs.fileno()), copy, str(self.limits.memory),
-             self.workdir, uid, str(self.limits.cpu), str(page)],
+            [
+                sys.executable,
+                "-m",
+                self.worker,
+                str(theirs.fileno()),
+                copy,
+                str(self.limits.memory),
+                self.workdir,
+                uid,
+                str(self.limits.cpu),
+                str(page),
+            ],
             pass_fds=[theirs.fileno(), page],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env=env,
-        )  # fmt: skip
+        )
         theirs.close()
         os.close(page)  # the mapping keeps the page
         self.conn = Connection(ours.detach())
@@ -287,9 +306,11 @@ class Sandbox:
             return None
         self.stop()  # the next workload gets a fresh worker, without the thread
         return Failure(
-            step, "end of run", f"the submission left {threads - 1} thread(s) running after the "
-            "run ended: the scheduler is a single-threaded state machine (spec)"
-        )  # fmt: skip
+            step,
+            "end of run",
+            f"the submission left {threads - 1} thread(s) running after the "
+            "run ended: the scheduler is a single-threaded state machine (spec)",
+        )
 
     def _retire_if_spent(self) -> None:
         """A worker that used half its CPU-time limit is replaced before the next workload,
@@ -314,10 +335,17 @@ class Sandbox:
         except OSError:  # SO_SNDTIMEO ran out, or the worker is gone
             step, call = self.where
             self.stop()
-            raise Unread(Failure(step, call, (
-                f"the worker did not read the checker's next command within {SEND_TIMEOUT:g} "
-                "s: it wrote replies nobody asked for (its socket is full) or stopped "
-                "reading"))) from None  # fmt: skip
+            raise Unread(
+                Failure(
+                    step,
+                    call,
+                    (
+                        "the worker did not read the checker's next command within "
+                        f"{SEND_TIMEOUT:g} s: it wrote replies nobody asked for "
+                        "(its socket is full) or stopped reading"
+                    ),
+                )
+            ) from None
         self.call_started = time.monotonic()  # until the board names the call it starts
         # The worker beats once per call: more beats than calls are the submission's doing
         # (it found the page and keeps a sleeping call alive). Capped, it cannot hang us.
@@ -376,9 +404,11 @@ class Sandbox:
         step, call = self.where
         self.stop()
         return Failure(
-            step, call, f"{call} at step {step}: the worker's heartbeat page says more calls "
-            "began than the run makes: the submission writes the checker's own page"
-        )  # fmt: skip
+            step,
+            call,
+            f"{call} at step {step}: the worker's heartbeat page says more calls "
+            "began than the run makes: the submission writes the checker's own page",
+        )
 
     def _hung(self, wait: float) -> Failure:
         self._sync()

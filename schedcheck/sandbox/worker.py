@@ -32,11 +32,36 @@ _T = TypeVar("_T")
 
 # What a submission may reasonably import; after the privilege drop nothing new can be.
 PRELOAD = (
-    "abc", "array", "bisect", "collections", "collections.abc", "contextlib", "copy",
-    "dataclasses", "enum", "functools", "heapq", "itertools", "linecache", "logging", "math",
-    "numbers", "operator", "queue", "random", "re", "statistics", "string", "time",
-    "tokenize", "traceback", "typing", "uuid", "warnings", "weakref",
-)  # fmt: skip
+    "abc",
+    "array",
+    "bisect",
+    "collections",
+    "collections.abc",
+    "contextlib",
+    "copy",
+    "dataclasses",
+    "enum",
+    "functools",
+    "heapq",
+    "itertools",
+    "linecache",
+    "logging",
+    "math",
+    "numbers",
+    "operator",
+    "queue",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "time",
+    "tokenize",
+    "traceback",
+    "typing",
+    "uuid",
+    "warnings",
+    "weakref",
+)
 
 
 class Tools(NamedTuple):
@@ -56,9 +81,16 @@ class Tools(NamedTuple):
 
 def bind(conn: Connection, board: Board) -> Tools:
     return Tools(
-        conn.send_bytes, conn.recv_bytes, json.dumps, json.loads, traceback.format_exc,
-        board.write, time.monotonic, time.process_time, vars,
-    )  # fmt: skip
+        conn.send_bytes,
+        conn.recv_bytes,
+        json.dumps,
+        json.loads,
+        traceback.format_exc,
+        board.write,
+        time.monotonic,
+        time.process_time,
+        vars,
+    )
 
 
 class Worker:

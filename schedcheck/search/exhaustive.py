@@ -68,8 +68,13 @@ def _total(found: list[Exploration], seconds: float, order: list[Space]) -> Scan
     failure on every run, however the processes were timed."""
     failing = [(f.depth, order.index(f.space), f.failure) for f in found if f.space]
     shortest = min(failing, key=lambda f: f[:2], default=(0, 0, None))[2]
-    return Scan(sum(f.states for f in found), sum(f.edges for f in found), seconds, shortest,
-                all(f.finished for f in found))  # fmt: skip
+    return Scan(
+        sum(f.states for f in found),
+        sum(f.edges for f in found),
+        seconds,
+        shortest,
+        all(f.finished for f in found),
+    )
 
 
 def _weight(space: Space) -> tuple[int, int, int]:

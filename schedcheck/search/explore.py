@@ -152,11 +152,18 @@ def canonical(
     live = [sid for sid, s in state.seqs.items() if s.status != "FINISHED"]
     index = {sid: i for i, sid in enumerate(live)}
     seqs = tuple(
-        (s.status, s.num_computed, s.num_tokens, s.num_blocks, len(s.output), kinds.get(sid),
-         preempted.get(sid, 0))
+        (
+            s.status,
+            s.num_computed,
+            s.num_tokens,
+            s.num_blocks,
+            len(s.output),
+            kinds.get(sid),
+            preempted.get(sid, 0),
+        )
         for sid, s in state.seqs.items()
         if sid in index
-    )  # fmt: skip
+    )
     queues = tuple(tuple(index.get(sid, -1) for sid in q) for q in (state.waiting, state.running))
     return seqs, queues, state.blocks_used, more, state.num_preemptions
 

@@ -34,9 +34,13 @@ class TimeUp(Exception):
 
 
 def campaign(
-    path: Path, seconds: float, out: Path, limits: Limits | None = None,
-    say: Callable[[str], None] = print, seed: int | None = None,
-) -> int:  # fmt: skip
+    path: Path,
+    seconds: float,
+    out: Path,
+    limits: Limits | None = None,
+    say: Callable[[str], None] = print,
+    seed: int | None = None,
+) -> int:
     """Fuzz the submission at `path` for `seconds`; return how many failures were saved.
 
     Each round draws a fresh seed from one generator (`seed` fixes it, for tests)."""
@@ -78,8 +82,12 @@ def campaign(
     try:
         while time.monotonic() < deadline:
             unshrunk.clear()
-            search = settings(max_examples=ROUND, database=None, deadline=None,
-                              suppress_health_check=list(HealthCheck))  # fmt: skip
+            search = settings(
+                max_examples=ROUND,
+                database=None,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+            )
             try:
                 keep(find(any_workloads(), fails, settings=search, random=rng))
             except NoSuchExample:

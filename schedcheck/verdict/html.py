@@ -43,10 +43,14 @@ def render(violation: Violation, trace: Trace, reference: Trace | None = None) -
     table = trace_table(trace, violation.step, violation.call, violation.seq_ids)
     legend = "".join(
         f'<span><i style="background:{color}"></i>{escape(name)}</span>'
-        for name, color in (("prefill chunk", PREFILL), ("decode", DECODE),
-                            ("preempted", PREEMPT), ("finished", FINISH),
-                            ("reference, where it differs", REFERENCE))
-    )  # fmt: skip
+        for name, color in (
+            ("prefill chunk", PREFILL),
+            ("decode", DECODE),
+            ("preempted", PREEMPT),
+            ("finished", FINISH),
+            ("reference, where it differs", REFERENCE),
+        )
+    )
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -89,16 +93,22 @@ def timeline(trace: Trace, violation: Violation, reference: Trace | None) -> str
     steps = len(trace.steps)
     w, h, left, top = _width(steps), 22, 60, 20
     height = top + h * len(seqs) + 10
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + w * steps + 10}" '
-           f'height="{height}" role="img" aria-label="timeline">']  # fmt: skip
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + w * steps + 10}" '
+        f'height="{height}" role="img" aria-label="timeline">'
+    ]
     fail_x = left + w * (violation.step - 1)
     if 1 <= violation.step <= steps:
-        out.append(f'<rect id="failing-step" x="{fail_x}" y="0" width="{w}" height="{height}" '
-                   'fill="#ffd54f" opacity="0.45"><title>failing step</title></rect>')  # fmt: skip
+        out.append(
+            f'<rect id="failing-step" x="{fail_x}" y="0" width="{w}" height="{height}" '
+            'fill="#ffd54f" opacity="0.45"><title>failing step</title></rect>'
+        )
     for number in range(1, steps + 1):
         if steps <= 40 or number % 10 == 0 or number == 1:
-            out.append(f'<text x="{left + w * (number - 1) + w / 2}" y="12" '
-                       f'text-anchor="middle">{number}</text>')  # fmt: skip
+            out.append(
+                f'<text x="{left + w * (number - 1) + w / 2}" y="12" '
+                f'text-anchor="middle">{number}</text>'
+            )
     theirs = {s.number: dict(s.schedule) for s in reference.steps} if reference else {}
     for t in ev.transitions:
         x = left + w * (t.step - 1)
@@ -117,22 +127,30 @@ def timeline(trace: Trace, violation: Violation, reference: Trace | None) -> str
                         and was.num_tokens - was.num_computed == 1
                     )
                     color = DECODE if decode and seq_id not in t.preempted else PREFILL
-                    out.append(f'<rect x="{x + 1}" y="{y + 2}" width="{w - 2}" height="{h - 8}" '
-                               f'fill="{color}"><title>{escape(seq_id)} step {t.step}: '
-                               f"n = {n}</title></rect>")  # fmt: skip
+                    out.append(
+                        f'<rect x="{x + 1}" y="{y + 2}" width="{w - 2}" height="{h - 8}" '
+                        f'fill="{color}"><title>{escape(seq_id)} step {t.step}: '
+                        f"n = {n}</title></rect>"
+                    )
                     if w >= 16:
-                        out.append(f'<text x="{x + w / 2}" y="{y + 14}" fill="#fff" '
-                                   f'text-anchor="middle">{n}</text>')  # fmt: skip
+                        out.append(
+                            f'<text x="{x + w / 2}" y="{y + 14}" fill="#fff" '
+                            f'text-anchor="middle">{n}</text>'
+                        )
                 if want != n:
                     label = "-" if want is None else str(want)
-                    out.append(f'<rect x="{x + 1}" y="{y + h - 6}" width="{w - 2}" height="4" '
-                               f'fill="{REFERENCE}"><title>reference: n = {label}</title>'
-                               "</rect>")  # fmt: skip
+                    out.append(
+                        f'<rect x="{x + 1}" y="{y + h - 6}" width="{w - 2}" height="4" '
+                        f'fill="{REFERENCE}"><title>reference: n = {label}</title>'
+                        "</rect>"
+                    )
                 if seq_id in t.preempted:
-                    out.append(f'<rect x="{x + 1}" y="{y + 2}" width="{w - 2}" height="{h - 8}" '
-                               f'fill="none" stroke="{PREEMPT}" stroke-width="2">'
-                               f"<title>{escape(seq_id)} preempted at step {t.step}</title>"
-                               "</rect>")  # fmt: skip
+                    out.append(
+                        f'<rect x="{x + 1}" y="{y + 2}" width="{w - 2}" height="{h - 8}" '
+                        f'fill="none" stroke="{PREEMPT}" stroke-width="2">'
+                        f"<title>{escape(seq_id)} preempted at step {t.step}</title>"
+                        "</rect>"
+                    )
         for seq_id in t.finished:
             y = top + h * seqs.index(seq_id)
             tip = f"<title>{escape(seq_id)} finished at step {t.step}</title>"
@@ -149,9 +167,12 @@ def charts(trace: Trace, violation: Violation) -> str:
     config = trace.workload.config
     series = [
         ("KV blocks in use", [s.scheduled.blocks_used for s in trace.steps], config.num_blocks),
-        ("tokens scheduled", [sum(n for _, n in s.schedule) for s in trace.steps],
-         config.max_num_batched_tokens),
-    ]  # fmt: skip
+        (
+            "tokens scheduled",
+            [sum(n for _, n in s.schedule) for s in trace.steps],
+            config.max_num_batched_tokens,
+        ),
+    ]
     return "\n".join(
         _bars(name, values, ceiling, violation.step) for name, values, ceiling in series
     )
@@ -162,17 +183,23 @@ def _bars(name: str, values: list[int], ceiling: int, failing: int) -> str:
     w, height, left = _width(steps), 80, 60
     top_value = max([ceiling, *values, 1])
     scale = (height - 12) / top_value
-    out = [f'<div class="chart">{escape(name)}, per step (dashed: the ceiling)<br>',
-           f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + w * steps + 70}" '
-           f'height="{height}" role="img" aria-label="{escape(name)}">']  # fmt: skip
+    out = [
+        f'<div class="chart">{escape(name)}, per step (dashed: the ceiling)<br>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + w * steps + 70}" '
+        f'height="{height}" role="img" aria-label="{escape(name)}">',
+    ]
     for i, value in enumerate(values, start=1):
         x, bar = left + w * (i - 1), value * scale
         color = PREEMPT if value > ceiling else "#f28e2b" if i == failing else "#76b7b2"
-        out.append(f'<rect x="{x + 1}" y="{height - 4 - bar}" width="{w - 2}" height="{bar}" '
-                   f'fill="{color}"><title>step {i}: {value}</title></rect>')  # fmt: skip
+        out.append(
+            f'<rect x="{x + 1}" y="{height - 4 - bar}" width="{w - 2}" height="{bar}" '
+            f'fill="{color}"><title>step {i}: {value}</title></rect>'
+        )
     y = height - 4 - ceiling * scale
-    out.append(f'<line x1="{left}" x2="{left + w * steps}" y1="{y}" y2="{y}" stroke="#e15759" '
-               f'stroke-dasharray="4 2"><title>ceiling {ceiling}</title></line>')  # fmt: skip
+    out.append(
+        f'<line x1="{left}" x2="{left + w * steps}" y1="{y}" y2="{y}" stroke="#e15759" '
+        f'stroke-dasharray="4 2"><title>ceiling {ceiling}</title></line>'
+    )
     out.append(f'<text x="{left + w * steps + 4}" y="{y + 4}">max {ceiling}</text>')
     out.append(f'<text x="4" y="{height - 4}">0</text>')
     out.append("</svg></div>")

@@ -66,8 +66,15 @@ def trace_table(
         rows.append([f"({len(shown) - MAX_ROWS_OF_STEPS} earlier steps not shown)"])
         shown = shown[-MAX_ROWS_OF_STEPS:]
     for step in shown:
-        rows.append(_row(step.number, "schedule()", show_schedule(dict(step.schedule)),
-                         step.scheduled, columns))  # fmt: skip
+        rows.append(
+            _row(
+                step.number,
+                "schedule()",
+                show_schedule(dict(step.schedule)),
+                step.scheduled,
+                columns,
+            )
+        )
         for call, update in (("update()", step.update), ("update() again", step.again)):
             if step.number == until_step and rows[-1][1] == until_call:
                 break
@@ -87,10 +94,11 @@ def _row(number: int, call: str, returned: str, state: State, columns: list[str]
     for seq_id in columns:
         s = state.seqs.get(seq_id)
         cells.append(
-            "-" if s is None else
-            f"{STATUS_MARK.get(s.status, '?')} {s.num_computed}/{s.num_tokens}/{s.num_blocks} "
+            "-"
+            if s is None
+            else f"{STATUS_MARK.get(s.status, '?')} {s.num_computed}/{s.num_tokens}/{s.num_blocks} "
             f"{list(s.output)}"
-        )  # fmt: skip
+        )
     cells += [str(state.blocks_used), str(list(state.waiting)), str(list(state.finished))]
     return cells
 

@@ -75,8 +75,11 @@ def test_a_later_stage_gives_way_as_soon_as_an_earlier_one_fails(
 
 def test_the_worked_examples_stop_at_their_first_failure(tmp_path: Path) -> None:
     log = tmp_path / "outcomes.jsonl"
-    env = {"SCHEDCHECK_OUTCOMES": str(log), "SCHEDCHECK_FOUND": str(tmp_path / "found"),
-           "SCHEDCHECK_STAGES": "test_seed_examples.py! test_properties.py"}  # fmt: skip
+    env = {
+        "SCHEDCHECK_OUTCOMES": str(log),
+        "SCHEDCHECK_FOUND": str(tmp_path / "found"),
+        "SCHEDCHECK_STAGES": "test_seed_examples.py! test_properties.py",
+    }
     suite = ("schedcheck/suite/test_seed_examples.py", "schedcheck/suite/test_properties.py")
     done = run_pytest(*suite, "-n", "0", "-p", "schedcheck.plugin", "--impl", str(MUTANT), env=env)
     assert done.returncode == 1, done.stdout + done.stderr

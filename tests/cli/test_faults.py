@@ -32,23 +32,30 @@ def check_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
     """`schedcheck check` on a correct file, in a process of its own, `env` added."""
     return subprocess.run(
         [sys.executable, "-m", "schedcheck", "check", str(CORRECT), "-n", "0", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
         # tests.inject_fault is this checkout's: importable from its root
         env={**os.environ, "CI": "true", "PYTHONPATH": str(ROOT), **env},
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
     ("env", "shows"),
     [
-        ({"PYTEST_ADDOPTS": "-p tests.inject_fault", "SCHEDCHECK_INJECT": "check"},
-         "failed for a reason of our own"),
-        ({"PYTEST_ADDOPTS": "-p tests.inject_fault", "SCHEDCHECK_INJECT": "health"},
-         "failed for a reason of our own"),
+        (
+            {"PYTEST_ADDOPTS": "-p tests.inject_fault", "SCHEDCHECK_INJECT": "check"},
+            "failed for a reason of our own",
+        ),
+        (
+            {"PYTEST_ADDOPTS": "-p tests.inject_fault", "SCHEDCHECK_INJECT": "health"},
+            "failed for a reason of our own",
+        ),
         ({"PYTEST_ADDOPTS": "--no-such-option"}, "pytest exit status 4"),
     ],
     ids=["a-check-raises", "a-health-check", "a-usage-error"],
-)  # fmt: skip
+)
 def test_our_fault_in_the_test_run_exits_3(env: dict[str, str], shows: str) -> None:
     done = check_with(env)
     assert done.returncode == faults.INTERNAL, done.stdout + done.stderr

@@ -72,8 +72,12 @@ def test_a_call_that_hangs_mid_script_keeps_the_steps_before_it() -> None:
     found = check_trace(trace)
     assert [v.check for v in found][:1] == ["C1"]
     # The same script on the reference runs through: the hang is the mutant's.
-    assert play(load_impl(), replace(workload), [["add", "a"], ["step"], ["add", "b"],
-                                                 ["finish"]]).failure is None  # fmt: skip
+    assert (
+        play(
+            load_impl(), replace(workload), [["add", "a"], ["step"], ["add", "b"], ["finish"]]
+        ).failure
+        is None
+    )
 
 
 def test_the_stateful_test_finds_a_bug_by_its_check() -> None:

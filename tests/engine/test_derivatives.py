@@ -30,10 +30,12 @@ PINNED = [
     ("nano-vllm-npu", "0.0.1.post1", "E1", "of a sequence of 2 tokens"),
     ("nano-vllm-npu", "0.0.2", "E1", "of a sequence of 2 tokens"),
     # A stale hash entry: a reused block with the same tokens under another prefix is a hit.
-    *[("nano-vllm-voxcpm", v, "E2", "written for r1") for v in
-      ("1.0.0", "1.0.1", "2.0.0", "2.0.1", "2.0.2", "2.0.3", "2.0.4", "2.0.5")],
+    *[
+        ("nano-vllm-voxcpm", v, "E2", "written for r1")
+        for v in ("1.0.0", "1.0.1", "2.0.0", "2.0.1", "2.0.2", "2.0.3", "2.0.4", "2.0.5")
+    ],
     *[("nano-vllm-voxcpm-hifi", v, "E2", "written for r1") for v in ("2.0.1", "2.0.1.post2")],
-]  # fmt: skip
+]
 
 
 def _skip_or_fail(reason: str) -> None:
@@ -57,10 +59,23 @@ def download(folder: Path, name: str, version: str) -> Path:
     got = sorted(target.glob("*.whl"))
     if not got:
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-             "--disable-pip-version-check", "-q", "-d", str(target), f"{name}=={version}"],
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                str(target),
+                f"{name}=={version}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         got = sorted(target.glob("*.whl"))
         if done.returncode != 0 or not got:
             _skip_or_fail(f"pip download {name}=={version} failed: {done.stderr.strip()[-300:]}")

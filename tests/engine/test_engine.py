@@ -30,12 +30,18 @@ from schedcheck.sandbox.process import Limits
 from tests.engines.catalogue import CORRECT, MUTANTS, checkout, expected_checks
 from tests.helpers import rotation_day
 
-SEARCH = settings(max_examples=150, derandomize=True, database=None, deadline=None,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
+SEARCH = settings(
+    max_examples=150,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
-def workload(*requests: EngineRequest, blocks: int = 4, size: int = 2, seqs: int = 2,
-             budget: int = 4) -> EngineWorkload:  # fmt: skip
+def workload(
+    *requests: EngineRequest, blocks: int = 4, size: int = 2, seqs: int = 2, budget: int = 4
+) -> EngineWorkload:
     return EngineWorkload(EngineConfig(blocks, size, seqs, budget), requests)
 
 
@@ -122,11 +128,12 @@ def test_each_check_fires_on_a_trace_broken_for_it(correct: LocalEngine) -> None
         "E1": with_step(scheduled=(seq._replace(num_scheduled=len(seq.token_ids) + 1),)),
         "E2": with_step(scheduled=(seq._replace(block_table=(3, 3)),)),
         "E3": with_step(after_schedule=before._replace(free=(0, *before.free))),
-        "E4": dataclasses.replace(trace, workload=dataclasses.replace(
-            trace.workload, config=EngineConfig(4, 2, 2, 1))),
+        "E4": dataclasses.replace(
+            trace, workload=dataclasses.replace(trace.workload, config=EngineConfig(4, 2, 2, 1))
+        ),
         "E7": dataclasses.replace(trace, outputs={**trace.outputs, "r1": (2, 2)}),
         "E8": with_step(copies=(copy._replace(token_ids=None, last_token=None),)),
-    }  # fmt: skip
+    }
     assert check_engine(trace) == []
     for check, bad in broken.items():
         assert check in {v.check for v in check_engine(bad)}, check

@@ -54,10 +54,12 @@ def test_the_config_is_read_off_config_py_fields_defaults_and_fields_without_one
 
 
 def test_a_forks_own_config_field_is_read_and_can_be_set(tmp_path: Path) -> None:
-    body = ("\n\n_init = Scheduler.__init__\n\n\ndef _own(self, config):\n"
-            "    assert config.enable_chunked_prefill in (False, 'on')\n"
-            "    assert config.chunk_size == 4\n    _init(self, config)\n\n\n"
-            "Scheduler.__init__ = _own\n")  # fmt: skip
+    body = (
+        "\n\n_init = Scheduler.__init__\n\n\ndef _own(self, config):\n"
+        "    assert config.enable_chunked_prefill in (False, 'on')\n"
+        "    assert config.chunk_size == 4\n    _init(self, config)\n\n\n"
+        "Scheduler.__init__ = _own\n"
+    )
     root = fork(tmp_path, **{"engine.scheduler": body})
     (root / "nanovllm" / "config.py").write_text(
         "class Config:\n    model: str\n    enable_chunked_prefill: bool = False\n"
@@ -87,15 +89,21 @@ CLAMPED = "start = min(seq.num_cached_tokens, len(seq) - 1)"
 @pytest.mark.parametrize(
     ("function", "body", "runner"),
     [
-        ("prepare_prefill", "start = seq.num_cached_tokens\n        n = seq.num_scheduled_tokens",
-         "chunked"),
+        (
+            "prepare_prefill",
+            "start = seq.num_cached_tokens\n        n = seq.num_scheduled_tokens",
+            "chunked",
+        ),
         ("prepare_prefill", CLAMPED + "\n        n = seq.num_scheduled_tokens", "chunked-clamped"),
         ("prepare_prefill", "positions.extend(range(seq.num_cached_tokens, len(seq)))", "whole"),
         ("prepare_model_input", "end = seq.num_cached_tokens + seq.num_new_tokens", "mixed"),
-        ("prepare_prefill", "start, end = seq.scheduled_prefill_start, seq.scheduled_prefill_end",
-         "window"),
+        (
+            "prepare_prefill",
+            "start, end = seq.scheduled_prefill_start, seq.scheduled_prefill_end",
+            "window",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_runner_is_read_off_model_runner_py(
     tmp_path: Path, function: str, body: str, runner: str
 ) -> None:
@@ -120,21 +128,30 @@ def test_a_package_of_another_name_and_a_wheel_are_driven(tmp_path: Path) -> Non
 
 
 def test_schedule_may_answer_with_more_than_nano_vllms_pair(tmp_path: Path) -> None:
-    body = ("\n\n_schedule = Scheduler.schedule\n"
-            "Scheduler.schedule = lambda self: (*_schedule(self), {'swap': {}})\n")  # fmt: skip
-    assert verify_engine(LocalEngine(read_setup(str(fork(tmp_path, **{
-        "engine.scheduler": body})))), ONE).ok  # fmt: skip
+    body = (
+        "\n\n_schedule = Scheduler.schedule\n"
+        "Scheduler.schedule = lambda self: (*_schedule(self), {'swap': {}})\n"
+    )
+    assert verify_engine(
+        LocalEngine(read_setup(str(fork(tmp_path, **{"engine.scheduler": body})))), ONE
+    ).ok
 
 
 @pytest.mark.parametrize(
     ("body", "said"),
-    [("\n\n_s = Scheduler.schedule\nScheduler.schedule = lambda self: _s(self)[0]\n",
-      "a mixed batch, which runner 'chunked' does not compute (--runner mixed does)"),
-     ("\n\n_s = Scheduler.schedule\nScheduler.schedule = lambda self: (_s(self)[0], 1)\n",
-      "schedule() returned a tuple of 2 (list, int), not (sequences, is_prefill)"),
-     ("\n\ndel Scheduler.postprocess\n", "Scheduler.postprocess() (or finish())")],
+    [
+        (
+            "\n\n_s = Scheduler.schedule\nScheduler.schedule = lambda self: _s(self)[0]\n",
+            "a mixed batch, which runner 'chunked' does not compute (--runner mixed does)",
+        ),
+        (
+            "\n\n_s = Scheduler.schedule\nScheduler.schedule = lambda self: (_s(self)[0], 1)\n",
+            "schedule() returned a tuple of 2 (list, int), not (sequences, is_prefill)",
+        ),
+        ("\n\ndel Scheduler.postprocess\n", "Scheduler.postprocess() (or finish())"),
+    ],
     ids=["a-bare-list", "no-phase", "no-postprocess"],
-)  # fmt: skip
+)
 def test_what_cannot_be_driven_is_a_usage_error_saying_what(
     tmp_path: Path, body: str, said: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -180,8 +197,12 @@ def test_a_correct_engine_of_a_forks_shape_passes(shape: Path) -> None:
     assert {CHUNKED, FREE_BLOCK_HIT} <= set(found.reached), found.reached
 
 
-def _pool(free: tuple[int, ...], used: tuple[int, ...], cached: tuple[int, ...],
-          hashes: tuple[int, ...] = (7, 8, 9)) -> Pool:  # fmt: skip
+def _pool(
+    free: tuple[int, ...],
+    used: tuple[int, ...],
+    cached: tuple[int, ...],
+    hashes: tuple[int, ...] = (7, 8, 9),
+) -> Pool:
     blocks = tuple(Block(1 if b in used else 0, h, (b, b)) for b, h in enumerate(hashes))
     tables = {"r1": used}
     return Pool(blocks, free, used, tables, {"r1": (1, 2) * 3}, {"r1": "RUNNING"}, cached)
@@ -212,8 +233,10 @@ def test_an_engine_whose_eos_is_a_set_of_stop_ids_is_driven(tmp_path: Path) -> N
 def test_a_runner_that_changes_the_sequences_it_runs_cannot_be_driven(tmp_path: Path) -> None:
     root = fork(tmp_path)
     runner = root / "nanovllm" / "engine" / "model_runner.py"
-    runner.write_text("class ModelRunner:\n    def warmup_model(self, seq):\n"
-                      "        seq.num_scheduled_tokens = 4\n")  # fmt: skip
+    runner.write_text(
+        "class ModelRunner:\n    def warmup_model(self, seq):\n"
+        "        seq.num_scheduled_tokens = 4\n"
+    )
     assert read_setup(str(root)).runner == "chunked"  # warmup is outside a step
     run = "    def run(self, seqs):\n        for seq in seqs:\n"
     run += "            seq.num_computed_tokens += 1\n"

@@ -110,8 +110,9 @@ def test_a_submission_that_hangs_past_the_budget_fails_on_what_it_showed() -> No
 
 def test_a_correct_submission_over_the_budget_is_our_error() -> None:
     """No failure seen, the sample not finished: nothing to judge on, so no verdict."""
-    entry = grade_one(str(standalone(ROOT / "tests" / "equivalents" / "one_pass.py")),
-                      Limits(), budget=0, size=20)  # fmt: skip
+    entry = grade_one(
+        str(standalone(ROOT / "tests" / "equivalents" / "one_pass.py")), Limits(), budget=0, size=20
+    )
     assert entry.verdict is Verdict.ERROR, entry
 
 

@@ -8,8 +8,7 @@ import sys
 import types
 
 for _name in list(sys.modules):
-    if _name.split(".")[0] in ("schedcheck", "json", "time",
-                               "traceback"):  # fmt: skip
+    if _name.split(".")[0] in ("schedcheck", "json", "time", "traceback"):
         sys.modules[_name] = types.ModuleType(_name)
 
 # --- the buggy scheduler (tests/sandbox/test_tampering.py swaps in other mutants from here on)

@@ -113,8 +113,15 @@ def seen(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("ci", ["", "true"])
 def test_without_impl_the_courses_profile_and_option_win(tmp_path: Path, ci: str) -> None:
-    done = run_pytest("-s", "--hypothesis-profile=ci", "--call-timeout", "9", "test_sees.py",
-                      cwd=course(tmp_path), env={"CI": ci})  # fmt: skip
+    done = run_pytest(
+        "-s",
+        "--hypothesis-profile=ci",
+        "--call-timeout",
+        "9",
+        "test_sees.py",
+        cwd=course(tmp_path),
+        env={"CI": ci},
+    )
     assert seen(done) == {
         "profile": "ci",
         "max_examples": 7,  # theirs
@@ -136,10 +143,21 @@ def test_with_impl_the_prefixed_profile_is_registered_before_hypothesis_loads_it
 ) -> None:
     plugins = ["-p", "schedcheck.plugin", "-p", "_hypothesis_pytestplugin"] if ORDERS[order] else []
     done = run_pytest(
-        "-s", *plugins, "--impl", SUBMISSION, "--hypothesis-profile=schedcheck-ci",
-        "--schedcheck-call-timeout", "3", "--schedcheck-memory-mb=512", "--schedcheck-in-process",
-        "--call-timeout", "9", "test_sees.py", cwd=course(tmp_path), env=ORDERS[order],
-    )  # fmt: skip
+        "-s",
+        *plugins,
+        "--impl",
+        SUBMISSION,
+        "--hypothesis-profile=schedcheck-ci",
+        "--schedcheck-call-timeout",
+        "3",
+        "--schedcheck-memory-mb=512",
+        "--schedcheck-in-process",
+        "--call-timeout",
+        "9",
+        "test_sees.py",
+        cwd=course(tmp_path),
+        env=ORDERS[order],
+    )
     assert seen(done) == {
         "profile": profiles.CI,
         "max_examples": 200,
@@ -160,8 +178,11 @@ def test_with_impl_and_no_profile_named_ours_is_loaded(
         monkeypatch.setenv("CI", ci)
     # Hypothesis's own choice here: `ci` where it sees a CI service (the variable CI, or
     # another service's), `default` elsewhere.
-    hypothesis = [sys.executable, "-c", "import hypothesis; print(hypothesis.settings."
-                  "get_current_profile_name())"]  # fmt: skip
+    hypothesis = [
+        sys.executable,
+        "-c",
+        "import hypothesis; print(hypothesis.settings.get_current_profile_name())",
+    ]
     own = subprocess.run(hypothesis, capture_output=True, text=True, check=True).stdout.strip()
     assert own == "ci" or ci is None
     done = run_pytest("-s", "--impl", SUBMISSION, "test_sees.py", cwd=course(tmp_path))
@@ -170,8 +191,14 @@ def test_with_impl_and_no_profile_named_ours_is_loaded(
 
 @pytest.mark.parametrize("old", sorted(profiles.OLD_NAMES))
 def test_an_old_profile_name_selects_ours_with_a_warning(tmp_path: Path, old: str) -> None:
-    done = run_pytest("-s", "--impl", SUBMISSION, f"--hypothesis-profile={old}", "test_sees.py",
-                      cwd=course(tmp_path))  # fmt: skip
+    done = run_pytest(
+        "-s",
+        "--impl",
+        SUBMISSION,
+        f"--hypothesis-profile={old}",
+        "test_sees.py",
+        cwd=course(tmp_path),
+    )
     assert seen(done)["profile"] == f"schedcheck-{old}"  # even for ci, which the course has
     expected = f"{old} is deprecated; use --hypothesis-profile=schedcheck-{old}"
     assert f"{WARNING}: --hypothesis-profile={expected}" in done.stdout, done.stdout
@@ -181,12 +208,23 @@ def test_an_old_profile_name_selects_ours_with_a_warning(tmp_path: Path, old: st
 def test_old_option_spellings_work_with_a_warning_unless_the_course_has_them(
     tmp_path: Path, impl: list[str]
 ) -> None:
-    done = run_pytest("-s", *impl, "--call-timeout", "9", "--memory-mb", "512", "--in-process",
-                      "test_sees.py", cwd=course(tmp_path))  # fmt: skip
+    done = run_pytest(
+        "-s",
+        *impl,
+        "--call-timeout",
+        "9",
+        "--memory-mb",
+        "512",
+        "--in-process",
+        "test_sees.py",
+        cwd=course(tmp_path),
+    )
     assert seen(done)["call_timeout"] == 9  # the course's own: not ours, and no warning
     assert seen(done)["schedcheck"] == [2.0, 512, True]
-    for old, new in [("--memory-mb", "--schedcheck-memory-mb"),
-                     ("--in-process", "--schedcheck-in-process")]:  # fmt: skip
+    for old, new in [
+        ("--memory-mb", "--schedcheck-memory-mb"),
+        ("--in-process", "--schedcheck-in-process"),
+    ]:
         assert f"{WARNING}: {old} is deprecated; use {new}" in done.stdout, done.stdout
     assert "--call-timeout is deprecated" not in done.stdout
 

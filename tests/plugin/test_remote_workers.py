@@ -18,8 +18,15 @@ from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 
 # What a remote worker must hold: the project at the same commit (docs/scale.md).
-CHECKOUT = ("conftest.py", "pyproject.toml", "scheduler", "invariants", "strategies", "docs",
-            "schedcheck")  # fmt: skip
+CHECKOUT = (
+    "conftest.py",
+    "pyproject.toml",
+    "scheduler",
+    "invariants",
+    "strategies",
+    "docs",
+    "schedcheck",
+)
 SELECTION = "test_seed_examples or test_properties or test_probe"
 PROBE = '''
 import os
@@ -56,10 +63,19 @@ def over_two_gateways(checkout: Path, *args: str) -> str:
     # starts in (as a remote machine does from its own checkout), before it changes to
     # chdir's; started here, it would import this checkout's.
     done = run_pytest(
-        "-d", "--tx", gateway, "--tx", gateway, "-k", SELECTION,
-        "--hypothesis-profile", "schedcheck-ci",
-        "-vv", *args, cwd=checkout,  # -vv: run_pytest's -q, then -v
-    )  # fmt: skip
+        "-d",
+        "--tx",
+        gateway,
+        "--tx",
+        gateway,
+        "-k",
+        SELECTION,
+        "--hypothesis-profile",
+        "schedcheck-ci",
+        "-vv",
+        *args,
+        cwd=checkout,  # -vv: run_pytest's -q, then -v
+    )
     return f"exit {done.returncode}\n{done.stdout}{done.stderr}"
 
 

@@ -78,8 +78,9 @@ def test_every_equivalent_says_what_makes_it_different() -> None:
     for name in SUBJECTS[1:]:
         text = (EQUIVALENTS / f"{name}.py").read_text()
         assert text.startswith('"""Equivalent: '), name
-        assert not re.search(r"^\s*(from|import) (scheduler|harness|invariants|strategies)\b",
-                             text, re.M), name  # fmt: skip
+        assert not re.search(
+            r"^\s*(from|import) (scheduler|harness|invariants|strategies)\b", text, re.M
+        ), name
 
 
 def test_the_renamed_reference_is_the_reference(subjects: dict[str, Path]) -> None:

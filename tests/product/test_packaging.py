@@ -57,9 +57,13 @@ HINTS = (
 def sh(*command: str | Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     return subprocess.run(
-        [str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True,
+        [str(c) for c in command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=timeout,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="module")
@@ -170,14 +174,32 @@ def test_check_from_a_course_folder(venv: Path, course: Path) -> None:
 def test_pytest_impl_runs_ours_beside_the_courses_tests(venv: Path, course: Path) -> None:
     alone = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", cwd=course)
     assert alone.returncode == 0 and "1 passed" in alone.stdout, alone.stdout + alone.stderr
-    both = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--impl",
-              "mine/p07_scheduler.py", "--hypothesis-profile", "schedcheck-ci",
-              cwd=course)  # fmt: skip
+    both = sh(
+        venv / "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "--impl",
+        "mine/p07_scheduler.py",
+        "--hypothesis-profile",
+        "schedcheck-ci",
+        cwd=course,
+    )
     assert both.returncode == 0, both.stdout + both.stderr
     ran = int(both.stdout.split(" passed")[0].rsplit(None, 1)[-1])
     assert ran > 10, both.stdout  # the course's one test, and schedcheck's properties
-    wrong = sh(venv / "pytest", "-q", "-p", "no:cacheprovider",
-               "--impl", "mine/preempts_oldest.py", "-x", cwd=course)  # fmt: skip
+    wrong = sh(
+        venv / "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--impl",
+        "mine/preempts_oldest.py",
+        "-x",
+        cwd=course,
+    )
     assert wrong.returncode == 1 and "F1 at step" in wrong.stdout, wrong.stdout + wrong.stderr
 
 
@@ -200,8 +222,9 @@ def test_every_mode_works_installed(venv: Path, course: Path) -> None:
     assert verdicts == {"p07_scheduler.py": "pass", "preempts_oldest.py": "fail"}
     hints = json.loads(sh(venv / "python", "-c", HINTS, cwd=course).stdout)
     (course / "tests" / "test_regression.py").write_text(hints)
-    pasted = sh(venv / "pytest", "-q", "-p", "no:cacheprovider", "tests/test_regression.py",
-                cwd=course)  # fmt: skip
+    pasted = sh(
+        venv / "pytest", "-q", "-p", "no:cacheprovider", "tests/test_regression.py", cwd=course
+    )
     assert pasted.returncode == 0 and "1 passed" in pasted.stdout, pasted.stdout + pasted.stderr
     for doc, first in (("spec", "# The P07 scheduler"), ("contract", "#")):
         shown = sh(cmd, doc, cwd=course)

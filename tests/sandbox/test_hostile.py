@@ -71,7 +71,10 @@ BOX_THREATS = {"kills_everyone", "detaches_a_child", "fork_bomb"}
 def test_every_hostile_file_has_an_expectation() -> None:
     tampering = {p.stem for p in HOSTILE.glob("tamper_*.py")}  # tests/sandbox/test_tampering.py
     assert {p.stem for p in HOSTILE.glob("*.py")} - tampering == {
-        *EXPECTED, "import_error", *BOX_THREATS}  # fmt: skip
+        *EXPECTED,
+        "import_error",
+        *BOX_THREATS,
+    }
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -147,11 +150,22 @@ def test_a_dead_worker_is_replaced_for_the_next_workload() -> None:
 def test_schedcheck_check_exits_1(name: str) -> None:
     start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "schedcheck", "check", str(hostile(name)),
-         "--call-timeout=1", "-n", "1"],
-        cwd=PROJECT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "schedcheck",
+            "check",
+            str(hostile(name)),
+            "--call-timeout=1",
+            "-n",
+            "1",
+        ],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "CI": "true"},
-    )  # fmt: skip
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"FAIL {hostile(name)}" in done.stdout
     assert time.monotonic() - start < 60

@@ -133,8 +133,9 @@ def _grade(path: Path, tmp: Path) -> None:
 
 
 def _pytest_impl(path: Path, tmp: Path) -> None:
-    done = run_pytest("--impl", str(path), "-k", "test_lockstep or test_worked_example",
-                      env={"CI": "true"})  # fmt: skip
+    done = run_pytest(
+        "--impl", str(path), "-k", "test_lockstep or test_worked_example", env={"CI": "true"}
+    )
     assert done.returncode == faults.FAIL, done.stdout + done.stderr
     assert not any(sign in done.stdout + done.stderr for sign in OURS), done.stdout
 
@@ -144,8 +145,13 @@ def _exhaustive(path: Path, tmp: Path) -> None:
     assert main(args) == faults.FAIL
 
 
-MODES = {"check": _check, "gradescope": _gradescope, "grade": _grade,
-         "pytest --impl": _pytest_impl, "exhaustive": _exhaustive}  # fmt: skip
+MODES = {
+    "check": _check,
+    "gradescope": _gradescope,
+    "grade": _grade,
+    "pytest --impl": _pytest_impl,
+    "exhaustive": _exhaustive,
+}
 PAIRS = [(t, m) for t in TRICKS for m in MODES]
 # Every trick in every mode under -m costly; a rotating few in the default run.
 TODAY = {PAIRS[(5 * rotation_day() + k) % len(PAIRS)] for k in range(3)}

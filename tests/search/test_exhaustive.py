@@ -44,8 +44,9 @@ def test_a_scope_writes_each_workload_once() -> None:
         names = [r.seq_id for r in w.requests]
         assert names == [REVERSED(i) for i in range(1, len(w.requests) + 1)]
         assert len(names) < 2 or sorted(names) == names[::-1]  # not arrival order
-        assert all(p < r.max_tokens - 1 for r in w.requests for s, p in w.model.eos_at
-                   if s == r.seq_id)  # fmt: skip
+        assert all(
+            p < r.max_tokens - 1 for r in w.requests for s, p in w.model.eos_at if s == r.seq_id
+        )
 
 
 def test_a_config_keeps_only_the_kinds_that_fit_it() -> None:
@@ -151,8 +152,9 @@ def test_check_exhaustive_reports_a_path_that_replays(
     source = ROOT / "tests" / "mutants" / "preempts_neighbour.py"
     mutant = str(standalone(source))
     saved, html = tmp_path / "found", tmp_path / "trace.html"
-    code = main(["check", mutant, "--exhaustive", "--save-failures", str(saved), "--html",
-                 str(html)])  # fmt: skip
+    code = main(
+        ["check", mutant, "--exhaustive", "--save-failures", str(saved), "--html", str(html)]
+    )
     out = capfd.readouterr().out
     assert code == faults.FAIL, out
     assert "stopped at the first failure after" in out and "shortest failing path" in out

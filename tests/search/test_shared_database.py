@@ -85,10 +85,24 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     for _ in range(5):  # the free port can be taken before the server binds it
         port = _free_port()
         server = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(folder), "--protected-mode", "yes"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                "redis-server",
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(folder),
+                "--protected-mode",
+                "yes",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         client = redis.Redis(port=port, socket_connect_timeout=1)
         for _ in range(100):
             if server.poll() is not None:
@@ -134,9 +148,16 @@ def _machine(tmp_path: Path, name: str, url: str, profile: str) -> list[dict[str
     cwd = tmp_path / name
     cwd.mkdir()
     done = run_pytest(
-        STATEFUL, "-n", "0", "--impl", str(MUTANT), "--hypothesis-profile", profile,
-        cwd=cwd, env={**OBSERVE, profiles.URL: url},
-    )  # fmt: skip
+        STATEFUL,
+        "-n",
+        "0",
+        "--impl",
+        str(MUTANT),
+        "--hypothesis-profile",
+        profile,
+        cwd=cwd,
+        env={**OBSERVE, profiles.URL: url},
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "A1 at step" in done.stdout, done.stdout  # the mutant's bug, as catalogued
     return _test_cases(cwd)

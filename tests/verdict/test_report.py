@@ -23,8 +23,10 @@ def test_report_of_output_cleared_on_preemption() -> None:
     table = [line for line in rest if line.startswith("| ")]
     assert table[0] == "| step | call | returned | a2 | a1 | blocks_used | waiting | finished |"
     assert [row.split(" | ")[:2] for row in table[1:]] == [
-        ["| 1", "schedule()"], ["| 1", "update()"], ["| 2", "schedule()"],
-    ]  # fmt: skip
+        ["| 1", "schedule()"],
+        ["| 1", "update()"],
+        ["| 2", "schedule()"],
+    ]
     assert "| 2 | schedule() | {a1: 1} | W 0/3/0 [] | R 2/3/2 [" in report
 
 

@@ -64,8 +64,11 @@ class BlockManager:
             # Another block may hold the same prefix (the copy a whole-prompt hit
             # recomputes, or two sequences that decoded the same tokens): keep it findable.
             for other in self.blocks:
-                if (other.block_id != block_id and other.hash == old.hash
-                        and other.token_ids == old.token_ids):  # fmt: skip
+                if (
+                    other.block_id != block_id
+                    and other.hash == old.hash
+                    and other.token_ids == old.token_ids
+                ):
                     self.hash_to_block_id[old.hash] = other.block_id
                     break
         self._allocate_block(block_id)
