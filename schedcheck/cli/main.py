@@ -8,7 +8,7 @@
     schedcheck spec | contract   print the behaviour checked, or the API a submission keeps
 
 `check` first checks the contract (one message for every missing or ill-typed name), then
-runs the suite's stages (schedcheck/stages.py), the submission in worker processes of its
+runs the suite's stages (schedcheck/cli/stages.py), the submission in worker processes of its
 own; `--replay FILE.json...` re-runs saved workloads (or folders of them) instead, and
 `--exhaustive` every behaviour reachable in a scope.
 """
