@@ -1,4 +1,5 @@
-"""All of schedcheck's measurements, on this machine; writes docs/performance.md.
+"""All of schedcheck's measurements, on this machine; writes them into docs/performance.md,
+each between its markers (`<!-- bench.run N -->`), keeping what is written there by hand.
 
 Run: python -m bench.run [--quick]
 1. reference step cost with 1k, 10k and 100k waiting requests and a steady running set;
@@ -169,14 +170,23 @@ def stage_rates(path: Path) -> tuple[list[tuple[str, int, float, float]], float]
 def main() -> None:
     command = "python -m bench.run" + (" --quick" if QUICK else "")
     when = time.strftime("%Y-%m-%d")
-    out = ["# Performance", "", f"Measured by `{command}` ({os.cpu_count()} cores), {when}.", ""]
     repeats = 3 if QUICK else 5
+    blocks: dict[str, tuple[str, list[str]]] = {}
+    current = [""]
+
+    def section(key: str, heading: str) -> None:
+        """Start the block `key`, under `heading` (where the document lacks it)."""
+        current[0] = key
+        blocks[key] = (heading, [])
+        print(f"\n{heading}", flush=True)
 
     def say(line: str = "") -> None:
         print(line, flush=True)
-        out.append(line)
+        blocks[current[0]][1].append(line)
 
-    say("## 1. Reference step cost as waiting grows")
+    section("date", "# Performance")
+    say(f"Measured by `{command}` ({os.cpu_count()} cores), {when}.")
+    section("1", "## 1. Reference step cost as waiting grows")
     costs = {n: median_of(repeats, lambda n=n: step_cost(n)) for n in (1_000, 10_000, 100_000)}
     for n, cost in costs.items():
         say(f"- {n:>7,} waiting: {cost * 1e6:.1f} us per step ({1 / cost:,.0f} steps/s)")
@@ -185,7 +195,7 @@ def main() -> None:
 
     workloads = fixed_sample(100 if QUICK else 300)
     reference = InProcess(load_impl(SUBMISSION), str(SUBMISSION))
-    say("\n## 2. Checking cost over a bare run")
+    section("2", "## 2. Checking cost over a bare run")
     bare = median_of(repeats, lambda: timed(lambda: [bare_run(w) for w in workloads]))
     full = median_of(repeats, lambda: timed(lambda: [verify(reference, w) for w in workloads]))
     check_ratio = full / bare
@@ -203,7 +213,7 @@ def main() -> None:
     )
     say(ANALYSIS)
 
-    say("\n## 3. Isolated vs in-process")
+    section("3", "## 3. Isolated vs in-process")
     isolated = Isolated(SUBMISSION)
     isolated.start()
     try:
@@ -217,7 +227,7 @@ def main() -> None:
         f"ratio {iso_ratio:.2f} (goal: at least 0.5)"
     )
 
-    say("\n## 4. Exhaustive mode")
+    section("4", "## 4. Exhaustive mode")
     jobs = os.cpu_count() or 1
     start = time.perf_counter()
     scan = check_exhaustive(str(SUBMISSION), SCOPES["small"], jobs, Limits())
@@ -229,7 +239,7 @@ def main() -> None:
         "for every scope)"
     )
 
-    say("\n## 5. `schedcheck check` on a correct file, per stage")
+    section("5", "## 5. `schedcheck check` on a correct file, per stage")
     say("(the stages share one pytest session on 2 workers: their spans overlap; the cost of")
     say("an example is its stage's test time on both cores over its examples)")
     rates, wall = stage_rates(SUBMISSION)
@@ -252,7 +262,7 @@ def main() -> None:
         f"{', '.join(f'{w:.1f}' for w in walls)})"
     )
 
-    say("\n## 6. Bug-finding speed: the random workloads of the properties stage")
+    section("6", "## 6. Bug-finding speed: the random workloads of the properties stage")
     mutants = sorted((ROOT / "tests" / "mutants").glob("*.py"))
     if QUICK:
         mutants = mutants[::4]
@@ -279,7 +289,7 @@ def main() -> None:
         f"{len(found)} mutants need more than 300 (median)."
     )
 
-    say("\n## 7. The test suite")
+    section("7", "## 7. The test suite")
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "auto", "-q", "-p", "no:cacheprovider"],
@@ -298,9 +308,27 @@ def main() -> None:
         f"ratios: isolated/in-process={iso_ratio:.2f} step-cost-100k/1k={step_ratio:.2f} "
         f"check/bare={check_ratio:.2f}"
     )
+    section("ratios", "")
+    say(last)
     if not QUICK:
-        (ROOT / "docs" / "performance.md").write_text("\n".join(out) + "\n\n" + last + "\n")
-    print(last)
+        path = ROOT / "docs" / "performance.md"
+        path.write_text(splice(path.read_text() if path.exists() else "", blocks))
+
+
+def splice(document: str, blocks: dict[str, tuple[str, list[str]]]) -> str:
+    """`document` with each block's text between its markers replaced, and what is
+    outside the markers (the notes written by hand, the other benchmarks' tables) kept; a
+    block the document lacks goes at its end, under its heading."""
+    for key, (heading, lines) in blocks.items():
+        begin, end = f"<!-- bench.run {key} -->", f"<!-- /bench.run {key} -->"
+        block = "\n".join([begin, "\n".join(lines).strip("\n"), end])
+        if begin in document and end in document:
+            a, b = document.index(begin), document.index(end) + len(end)
+            document = document[:a] + block + document[b:]
+        else:
+            document = document.rstrip("\n") + "\n\n" + (heading + "\n" if heading else "")
+            document += block + "\n"
+    return document
 
 
 if __name__ == "__main__":
