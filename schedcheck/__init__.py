@@ -18,6 +18,8 @@ workload's verdict and report), `search`, `suite` (the properties as pytest test
 `grading`, `engine` (nano-vllm's engines), `plugin` and `cli`.
 """
 
+from importlib.metadata import version
+
 from schedcheck.drive.impl import Implementation, InProcess, open_impl
 from schedcheck.faults import CheckerError, CheckFailed, SubmissionError
 from schedcheck.invariants.checks import CHECKS
@@ -26,7 +28,7 @@ from schedcheck.model.trace import State, Step, Trace
 from schedcheck.model.workload import Config, Request, Workload
 from schedcheck.verdict.verify import Verdict, verify
 
-__version__ = "0.2.0"
+__version__ = version("schedcheck")  # one place: pyproject.toml
 
 __all__ = [
     "CHECKS",
