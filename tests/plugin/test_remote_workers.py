@@ -26,6 +26,7 @@ CHECKOUT = (
     "strategies",
     "docs",
     "schedcheck",
+    "bench",  # the tests of bench/'s document writer import it
 )
 SELECTION = "test_seed_examples or test_properties or test_probe"
 PROBE = '''
