@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from schedcheck.faults import CheckerError, Failure
 from schedcheck.invariants.liveness import liveness_bound
 from schedcheck.model.trace import Sample, SeqState, State, Step, Trace, Update
-from schedcheck.model.workload import Script, Workload
+from schedcheck.model.workload import Request, Script, Workload
 
 _T = TypeVar("_T")
 
@@ -235,11 +235,71 @@ class Driver:
         )
 
 
+OnCall = Callable[[int, str], None]
+
+
+class _Calls:
+    """The calls of one run: which one is under way (where a failure is charged), each
+    told to `on_call` before it is made; and the steps so far."""
+
+    driver: Driver  # set once Scheduler() returned
+
+    def __init__(self, on_call: OnCall | None) -> None:
+        self.where: tuple[int, str] = (0, "Scheduler()")
+        self.on_call = on_call
+        self.steps: list[Step] = []
+
+    def enter(self, number: int, call: str) -> None:
+        self.where = (number, call)
+        if self.on_call is not None:
+            self.on_call(number, call)
+
+    def add(self, number: int, request: Request) -> None:
+        self.enter(number, "Sequence()")
+        seq = self.driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
+        self.enter(number, "add()")
+        self.driver.add(seq)
+
+    def step(self, arrivals: tuple[str, ...]) -> Step:
+        """schedule(), then update(); a step whose update() fails is kept (the checks see
+        what schedule() returned)."""
+        number = len(self.steps) + 1
+        self.enter(number, "schedule()")
+        scheduled = self.driver.schedule()
+        self.steps.append(Step(number, arrivals, scheduled, self.driver.snapshot(), None))
+        self.enter(number, "update()")
+        self.steps[-1] = replace(self.steps[-1], update=self.driver.update())
+        return self.steps[-1]
+
+    def again(self) -> Step:
+        """update() once more, with no schedule() since the last one."""
+        self.enter(len(self.steps), "update() again")
+        self.steps[-1] = replace(self.steps[-1], again=self.driver.update())
+        return self.steps[-1]
+
+
+def _traced(
+    impl: ModuleType, workload: Workload, on_call: OnCall | None, body: Callable[[_Calls], None]
+) -> Trace:
+    """The trace of Scheduler() and then `body`'s calls into `impl`; a contract broken or
+    the memory cap hit (wherever it struck: the cap is the implementation's) ends it as
+    the failure of the call under way (C1)."""
+    calls = _Calls(on_call)
+    try:
+        calls.enter(0, "Scheduler()")
+        calls.driver = Driver(impl, workload)
+        body(calls)
+    except (ContractError, MemoryError) as e:
+        message = str(e) if isinstance(e, ContractError) else describe(e, impl)
+        return Trace(workload, tuple(calls.steps), Failure(*calls.where, message))
+    return Trace(workload, tuple(calls.steps))
+
+
 def run(
     impl: ModuleType,
     workload: Workload,
     max_steps: int | None = None,
-    on_call: Callable[[int, str], None] | None = None,
+    on_call: OnCall | None = None,
     on_step: Callable[[Step], None] | None = None,
 ) -> Trace:
     """Drive `impl` through `workload` until every request finished, or the liveness bound.
@@ -249,50 +309,29 @@ def run(
     """
     bound = liveness_bound(workload) if max_steps is None else max_steps
     arrivals = workload.arrivals()
-    steps: list[Step] = []
-    where: tuple[int, str] = (0, "Scheduler()")
 
-    def enter(number: int, call: str) -> None:
-        nonlocal where
-        where = (number, call)
-        if on_call is not None:
-            on_call(number, call)
-
-    try:
-        enter(0, "Scheduler()")
-        driver = Driver(impl, workload)
+    def body(calls: _Calls) -> None:
+        steps = calls.steps
         for number in range(1, bound + 1):
             if steps and number > workload.last_arrival() and _all_finished(steps[-1]):
                 break
             arrived = arrivals.get(number, [])
             for request in arrived:
-                enter(number, "Sequence()")
-                seq = driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
-                enter(number, "add()")
-                driver.add(seq)
-            enter(number, "schedule()")
-            ids = tuple(r.seq_id for r in arrived)
-            step = Step(number, ids, driver.schedule(), driver.snapshot(), None)
-            steps.append(step)  # kept even if update() fails: the checks see schedule()
-            enter(number, "update()")
-            step = steps[-1] = replace(step, update=driver.update())
+                calls.add(number, request)
+            step = calls.step(tuple(r.seq_id for r in arrived))
             if workload.reupdate:
-                enter(number, "update() again")
-                step = steps[-1] = replace(step, again=driver.update())
+                step = calls.again()
             if on_step is not None:
                 on_step(step)
-    except ContractError as e:
-        return Trace(workload, tuple(steps), Failure(*where, str(e)))
-    except MemoryError as e:  # wherever it struck, the memory cap is the implementation's
-        return Trace(workload, tuple(steps), Failure(*where, describe(e, impl)))
-    return Trace(workload, tuple(steps))
+
+    return _traced(impl, workload, on_call, body)
 
 
 def play(
     impl: ModuleType,
     workload: Workload,
     script: Script,
-    on_call: Callable[[int, str], None] | None = None,
+    on_call: OnCall | None = None,
     on_step: Callable[[Step], None] | None = None,
 ) -> Trace:
     """Drive `impl` by `script`; the trace of what it returned, or how a call failed.
@@ -300,56 +339,37 @@ def play(
     `on_step` is told of each step once it is complete (when the next one begins: an
     ["again"] may still change it); the steps after the last one told are in the trace."""
     requests = {r.seq_id: r for r in workload.requests}
-    steps: list[Step] = []
-    where: tuple[int, str] = (0, "Scheduler()")
 
-    def enter(number: int, call: str) -> None:
-        nonlocal where
-        where = (number, call)
-        if on_call is not None:
-            on_call(number, call)
+    def body(calls: _Calls) -> None:
+        steps = calls.steps
 
-    def step(driver: Driver) -> None:
-        number = len(steps) + 1
-        if steps and on_step is not None:
-            on_step(steps[-1])
-        enter(number, "schedule()")
-        ids = tuple(r.seq_id for r in workload.requests if r.arrival == number)
-        steps.append(Step(number, ids, driver.schedule(), driver.snapshot(), None))
-        enter(number, "update()")
-        steps[-1] = replace(steps[-1], update=driver.update())
+        def step() -> None:
+            if steps and on_step is not None:
+                on_step(steps[-1])
+            number = len(steps) + 1
+            calls.step(tuple(r.seq_id for r in workload.requests if r.arrival == number))
 
-    def finished() -> bool:
-        pending = any(r.arrival > len(steps) for r in workload.requests)
-        return bool(steps) and not pending and _all_finished(steps[-1])
+        def finished() -> bool:
+            pending = any(r.arrival > len(steps) for r in workload.requests)
+            return bool(steps) and not pending and _all_finished(steps[-1])
 
-    try:
-        enter(0, "Scheduler()")
-        driver = Driver(impl, workload)
         for op, *args in script:
             if op == "add":
                 request = requests[args[0]]
-                enter(request.arrival, "Sequence()")
-                seq = driver.new_sequence(request.seq_id, request.prompt_len, request.max_tokens)
-                enter(request.arrival, "add()")
-                driver.add(seq)
+                calls.add(request.arrival, request)
             elif op == "step":
-                step(driver)
+                step()
             elif op == "again":
-                enter(len(steps), "update() again")
-                steps[-1] = replace(steps[-1], again=driver.update())
+                calls.again()
             elif op == "finish":
                 for _ in range(liveness_bound(workload)):
                     if finished():
                         break
-                    step(driver)
+                    step()
             else:
                 raise ValueError(f"script: no such operation {op!r}")
-    except ContractError as e:
-        return Trace(workload, tuple(steps), Failure(*where, str(e)))
-    except MemoryError as e:  # wherever it struck, the memory cap is the implementation's
-        return Trace(workload, tuple(steps), Failure(*where, describe(e, impl)))
-    return Trace(workload, tuple(steps))
+
+    return _traced(impl, workload, on_call, body)
 
 
 def _all_finished(step: Step) -> bool:
