@@ -8,6 +8,12 @@ its ref_count is positive; each block's ref_count
 equals the number of block tables holding it; no block appears twice in one table; a
 block shared by several sequences sits at the same index of each table, over the same
 tokens (a shared block is a cached prefix: it must be the same prefix for all holders).
+
+vLLM's pool has two more parts (prefix_problem): a null block (block 0), reserved, in no
+state and no table; and an index of its prefix cache, where a block stays findable by its
+hash while it waits in the free queue: every entry finds a block holding that hash, every
+hashed block is in the index, and a table that holds a hashed block holds it at the place
+of the prefix the hash names, over those very tokens.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from schedcheck.invariants.violation import Violation
 
 def check_e3(trace: EngineTrace) -> Iterator[Violation]:
     bs = trace.workload.config.block_size
+    hashes_name_prefixes = trace.runner == "vllm"
     for step in trace.steps:
         for call, pool in (
             ("schedule()", step.after_schedule),
@@ -29,6 +36,8 @@ def check_e3(trace: EngineTrace) -> Iterator[Violation]:
             if pool is None:
                 continue
             problem = pool_problem(pool, bs)
+            if problem is None and hashes_name_prefixes:
+                problem = prefix_problem(pool, bs)
             if problem is not None:
                 message, names = problem
                 yield Violation("E3", step.step, call, message, names)
@@ -36,8 +45,12 @@ def check_e3(trace: EngineTrace) -> Iterator[Violation]:
 
 
 def pool_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
-    everything = set(range(len(pool.blocks)))
+    reserved = set(pool.reserved)
+    everything = set(range(len(pool.blocks))) - reserved
     free, used, cached = set(pool.free), set(pool.used), set(pool.cached)
+    for b in sorted(reserved & (free | used | cached)):
+        state = "free" if b in free else "used" if b in used else "cached"
+        return f"block {b} is reserved (vLLM's null block), but {state}", ()
     if len(free) != len(pool.free):
         twice = [b for b, n in Counter(pool.free).items() if n > 1]
         return f"block {twice[0]} is in the free list twice (freed twice?)", ()
@@ -68,6 +81,11 @@ def pool_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
             holders.setdefault(b, []).append((name, index))
     for b, block in enumerate(pool.blocks):
         held = holders.get(b, [])
+        if b in reserved:
+            if held:
+                names = tuple(n for n, _ in held)
+                return f"block {b} is reserved (vLLM's null block), but {names[0]} holds it", names
+            continue  # its ref_count is not kept
         if block.ref_count != len(held):
             names = tuple(n for n, _ in held)
             who = ", ".join(names) or "no sequence"
@@ -99,3 +117,38 @@ def _different_prefixes(pool: Pool, held: list[tuple[str, int]], bs: int) -> str
             f"{n} {list(pool.tokens[n][: (i + 1) * bs])}" for n, _ in held
         )
     return None
+
+
+def prefix_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
+    """vLLM's prefix cache index against its blocks and tables (a block's token_ids are the
+    prefix its hash names)."""
+    indexed = set(pool.index)
+    for number, b in pool.index:
+        if not 0 <= b < len(pool.blocks) or pool.blocks[b].hash != number:
+            held = "no block" if not 0 <= b < len(pool.blocks) else _hash(pool.blocks[b].hash)
+            return f"the prefix cache finds block {b} under hash #{number}, but it holds {held}", ()
+    for b, block in enumerate(pool.blocks):
+        if block.hash != -1 and b not in pool.reserved and (block.hash, b) not in indexed:
+            return (
+                f"block {b} holds hash #{block.hash} (the prefix {list(block.token_ids)}), but "
+                "the prefix cache does not index it",
+                (),
+            )
+    for name, table in pool.tables.items():
+        for i, b in enumerate(table):
+            if not 0 <= b < len(pool.blocks) or pool.blocks[b].hash == -1:
+                continue
+            prefix = pool.blocks[b].token_ids
+            own = pool.tokens[name][: (i + 1) * bs]
+            if prefix != own:
+                return (
+                    f"{name} holds block {b} as its block {i}, over its tokens {list(own)}, "
+                    f"but the block's hash #{pool.blocks[b].hash} names the prefix "
+                    f"{list(prefix)}",
+                    (name,),
+                )
+    return None
+
+
+def _hash(number: int) -> str:
+    return "no hash" if number == -1 else f"hash #{number}"

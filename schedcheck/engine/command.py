@@ -1,4 +1,5 @@
-"""`schedcheck engine PATH`: check a nano-vllm checkout's scheduler (docs/engines.md).
+"""`schedcheck engine PATH`: check a nano-vllm checkout's scheduler (docs/engines.md);
+`schedcheck engine --vllm [PATH]`: vLLM's v1 scheduler, installed or a checkout's.
 
 Exit status as for `check`: 0 every check held on every workload tried, 1 a check failed
 (the shrunk counterexample is printed and saved), 2 a usage error (not a nano-vllm
@@ -20,11 +21,13 @@ from schedcheck.engine.checks import POLICIES, active
 from schedcheck.engine.html import engine_page
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
-from schedcheck.engine.runner import RUNNERS
-from schedcheck.engine.search import chunks_prefills, search_engine
+from schedcheck.engine.runner import NANO_VLLM, RUNNERS
+from schedcheck.engine.search import Search, chunks_prefills, search_engine
 from schedcheck.engine.setup import SetupError, read_setup
-from schedcheck.engine.strategies import LABELS
+from schedcheck.engine.strategies import LABELS, VLLM_LABELS
 from schedcheck.engine.verdict import Runs, Undrivable, verify_engine
+from schedcheck.engine.vllm.engines import IsolatedVllm, LocalVllm
+from schedcheck.engine.vllm.setup import vllm_setup
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.faults import SubmissionError
 from schedcheck.sandbox.box import LEVELS
@@ -41,6 +44,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "package",
     )
     engine.add_argument(
+        "--vllm",
+        action="store_true",
+        help="check vLLM's v1 scheduler and KV cache manager: the installed vLLM, or the "
+        'checkout at PATH (docs/engines.md, "vLLM")',
+    )
+    engine.add_argument(
         "--package",
         metavar="NAME",
         help="the engine's package, where it is not nanovllm (e.g. nanovllm_voxcpm)",
@@ -55,7 +64,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     engine.add_argument(
         "--runner",
-        choices=sorted(RUNNERS),
+        choices=NANO_VLLM,
         help="the model runner's position rules (default: read off the engine's model_runner.py)",
     )
     engine.add_argument(
@@ -100,9 +109,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     engine.add_argument(
         "--memory-mb",
         type=int,
-        default=1024,
         metavar="MB",
-        help="memory cap of the worker (default 1024)",
+        help=f"memory cap of the worker (default {MEMORY_MB}; {VLLM_MEMORY_MB} with --vllm)",
     )
     engine.add_argument(
         "--in-process",
@@ -111,7 +119,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
 
 
+MEMORY_MB = 1024
+VLLM_MEMORY_MB = 8192  # torch and vLLM map gigabytes of address space before a step is run
+
+
 def engine_command(args: argparse.Namespace) -> int:
+    if args.vllm:
+        return vllm_command(args)
     try:
         setup = read_setup(args.path, args.package, args.config, args.runner)
         checks = active(frozenset(args.off), frozenset(args.on))
@@ -129,7 +143,7 @@ def engine_command(args: argparse.Namespace) -> int:
         except Exception as e:  # its import raised: the engine's fault, not ours
             return load_failure(shown, f"{type(e).__name__}: {e}")
     else:  # its code runs in its worker only, the import of its modules too
-        limits = Limits(call_timeout=args.call_timeout, memory=args.memory_mb << 20)
+        limits = Limits(call_timeout=args.call_timeout, memory=(args.memory_mb or MEMORY_MB) << 20)
         try:
             engine = IsolatedEngine(setup, limits)
         except SubmissionError as e:
@@ -163,11 +177,23 @@ def engine_command(args: argparse.Namespace) -> int:
         return faults.USAGE
     finally:
         engine.stop()
+    return conclude(args, shown, options, found, LABELS, checks)
+
+
+def conclude(
+    args: argparse.Namespace,
+    shown: str,
+    options: list[str],
+    found: Search,
+    labels: tuple[str, ...],
+    checks: list[str],
+) -> int:
+    """Print what a search reached and its verdict; save and show the counterexample."""
     print(
         f"{found.examples} workloads in {found.seconds:.1f} s; reached: "
-        + ", ".join(f"{label} ({found.reached[label]})" for label in LABELS)
+        + ", ".join(f"{label} ({found.reached[label]})" for label in labels)
     )
-    missed = [label for label in LABELS if not found.reached[label]]
+    missed = [label for label in labels if not found.reached[label]]
     if missed:
         print(f"never reached: {', '.join(missed)}")
     if found.failure is None:
@@ -185,6 +211,58 @@ def engine_command(args: argparse.Namespace) -> int:
         Path(args.html).write_text(engine_page(verdict))
         print(f"the failing trace, drawn: {args.html}")
     return faults.FAIL
+
+
+def vllm_command(args: argparse.Namespace) -> int:
+    """`schedcheck engine --vllm [PATH]`: vLLM's scheduler, in its worker unless --in-process."""
+    nano_only = [
+        f"--{name.replace('_', '-')}"
+        for name in ("package", "runner", "prefill")
+        if getattr(args, name)
+    ] + (["--config"] if args.config else [])
+    try:
+        if nano_only:
+            raise SetupError(
+                f"{', '.join(nano_only)}: nano-vllm's option(s), not vLLM's (its config is "
+                "built from each workload)"
+            )
+        setup = vllm_setup(args.path)
+        checks = active(frozenset(args.off), frozenset(args.on) | {"E9"})
+    except (SetupError, ValueError) as e:
+        print(f"schedcheck engine: {e}", file=sys.stderr)
+        return faults.USAGE
+    options = ["--vllm", *(f"--off={c}" for c in args.off)]
+    shown = f"vLLM at {setup.root}"
+    engine: Runs
+    try:
+        if args.in_process:
+            engine = LocalVllm(setup)
+        else:
+            memory = (args.memory_mb or VLLM_MEMORY_MB) << 20
+            engine = IsolatedVllm(setup, Limits(call_timeout=args.call_timeout, memory=memory))
+    except (SubmissionError, Exception) as e:
+        print(
+            f"schedcheck engine: vLLM at {setup.root} could not be imported and configured "
+            f"here: {e}",
+            file=sys.stderr,
+        )
+        return faults.USAGE
+    print(f"engine: {shown}")
+    print(f"config: {setup.config_from}")
+    runner = RUNNERS[setup.runner]
+    print(f"runner: {runner.source}: {runner.describe()}")
+    print(f"checks: {' '.join(checks)}")
+    print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
+    try:
+        if args.replay:
+            return replay(engine, shown, args.replay, checks, reserved=1)
+        found = search_engine(engine, args.examples, checks, chunked=True, vllm=True)
+    except Undrivable as e:
+        print(f"schedcheck engine: {shown} cannot be driven: {e}", file=sys.stderr)
+        return faults.USAGE
+    finally:
+        engine.stop()
+    return conclude(args, shown, options, found, VLLM_LABELS, checks)
 
 
 def _switched(checks: list[str]) -> str:
@@ -213,16 +291,17 @@ def load_failure(root: str, message: str) -> int:
     return faults.FAIL
 
 
-def replay(engine: Runs, root: str, files: list[str], checks: list[str]) -> int:
+def replay(engine: Runs, root: str, files: list[str], checks: list[str], reserved: int = 0) -> int:
     try:
         loaded = [(f, EngineWorkload.from_json(Path(f).read_text())) for f in files]
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"schedcheck engine: cannot read a saved workload: {e}", file=sys.stderr)
         return faults.USAGE
     for name, workload in loaded:
-        if workload.problems():
+        if workload.problems(reserved):
             print(
-                f"schedcheck engine: {name} is not valid input: {'; '.join(workload.problems())}",
+                f"schedcheck engine: {name} is not valid input: "
+                f"{'; '.join(workload.problems(reserved))}",
                 file=sys.stderr,
             )
             return faults.USAGE

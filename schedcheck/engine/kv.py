@@ -7,6 +7,11 @@ every scheduled sequence attends to positions 0 .. end-1 through its block table
 read must find exactly what that position of that sequence's own prefix wrote. Reading
 another sequence's KV, or a block's stale KV after it was reused, is the silent bug: the
 model computes on the wrong context and nothing crashes.
+
+Where a block's hash names a prefix (vLLM's prefix cache), the KV is checked where it is
+promised too: after every step's update, each block the prefix cache indexes holds, in
+every slot, the KV of that prefix's position, since any later request with that prefix
+may be handed the block and read it without computing it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from schedcheck.engine.runner import RUNNERS
-from schedcheck.engine.trace import EngineTrace, Scheduled
+from schedcheck.engine.trace import EngineTrace, Pool, Scheduled
 from schedcheck.invariants.violation import Violation
 
 Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at which step
@@ -57,6 +62,36 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                     (seq.name,),
                 )
                 break  # one per sequence per step: the first wrong read tells the story
+        if trace.runner == "vllm" and step.after_postprocess is not None:
+            yield from _promised(step.after_postprocess, slots, bs, step.step)
+
+
+def _promised(pool: Pool, slots: dict[int, Written], bs: int, step: int) -> Iterator[Violation]:
+    """Each indexed block holds the KV of the prefix its hash names."""
+    for number, b in pool.index:
+        prefix = pool.blocks[b].token_ids if 0 <= b < len(pool.blocks) else ()
+        first = len(prefix) - bs
+        for j in range(bs if first >= 0 else 0):
+            p = first + j
+            found = slots.get(b * bs + j)
+            if found is not None and found[0] == p and found[1] == prefix[: p + 1]:
+                continue
+            held = (
+                "nothing"
+                if found is None
+                else f"position {found[0]} of {_show(found[1])} (written for {found[2]} "
+                f"at step {found[3]})"
+            )
+            yield Violation(
+                "E2",
+                step,
+                "update_from_output()",
+                f"block {b} is in the prefix cache as hash #{number}, the prefix "
+                f"{_show(prefix)}, but its slot {b * bs + j} holds {held}, not position {p} "
+                "of that prefix: a request with this prefix would read it",
+                (),
+            )
+            return  # the first broken promise tells the story
 
 
 def span(seq: Scheduled) -> tuple[int, int]:

@@ -123,5 +123,18 @@ RUNNERS = {
             "position",
             "shunwendongan/nano-vllm-online-serving 63ddd4f",
         ),
+        Runner(
+            "vllm",
+            "num_computed_tokens",
+            "count",
+            "num_scheduled_tokens",
+            False,
+            "mixed",
+            "vLLM v1's GPUModelRunner (_prepare_inputs: positions num_computed_tokens + "
+            "arange(num_scheduled_tokens), slots through the block table; `schedcheck "
+            "engine --vllm` only)",
+        ),
     )
 }
+NANO_VLLM = tuple(sorted(name for name in RUNNERS if name != "vllm"))
+"""The runners a nano-vllm checkout can be driven with (`--runner`)."""

@@ -46,8 +46,10 @@ def search_engine(
     examples: int = 1000,
     checks: list[str] | None = None,
     chunked: bool | None = None,
+    vllm: bool = False,
 ) -> Search:
-    """`chunked`: whether the engine chunks prefills (default: probed)."""
+    """`chunked`: whether the engine chunks prefills (default: probed); `vllm`: vLLM's
+    workloads (engine/strategies.py)."""
     found = Search()
     start = time.monotonic()
     if chunked is None:
@@ -61,7 +63,7 @@ def search_engine(
 
     options = settings(SEARCH, max_examples=examples)  # `check`'s hunt, derandomized
     try:
-        strategy = engine_workloads(whole_prefill=not chunked)
+        strategy = engine_workloads(whole_prefill=not chunked, vllm=vllm)
         workload = find(strategy, fails, settings=options)
         found.failure = (workload, verify_engine(engine, workload, checks))
     except NoSuchExample:

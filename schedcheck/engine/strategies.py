@@ -7,9 +7,15 @@ sizes of 2 to 4 and pools just above the largest request's need force preemption
 re-prefill after it and chunked prefill; arrivals spread over steps; eos comes from the
 token function (sometimes), and some requests ignore it. Everything shrinks toward fewer
 requests, shorter prompts, earlier arrivals and smaller configs.
+
+For vLLM (`vllm=True`) the same draws, and what only its scheduler has: the priority policy
+with a priority per request, stop tokens, aborts at any step, and the null block its pool
+keeps out of play (one block more).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from hypothesis import strategies as st
 
@@ -27,6 +33,9 @@ CHUNKED = "chunked prefill"
 MID_RUN = "mid-run arrival"
 EOS_FINISH = "finish by eos"
 IGNORED_EOS = "eos ignored (ignore_eos)"
+ABORTED = "abort (finish_requests) of an unfinished request"
+STOPPED = "finish by a stop token"
+PRIORITY = "preemption under the priority policy"
 LABELS = (
     PREFIX_HIT,
     WHOLE_PROMPT_HIT,
@@ -38,13 +47,17 @@ LABELS = (
     EOS_FINISH,
     IGNORED_EOS,
 )
+VLLM_LABELS = (*LABELS, ABORTED, STOPPED, PRIORITY)
 
 _TOKENS = st.integers(1, 3)
 
 
 @st.composite
 def engine_workloads(
-    draw: st.DrawFn, max_requests: int = MAX_REQUESTS, whole_prefill: bool = False
+    draw: st.DrawFn,
+    max_requests: int = MAX_REQUESTS,
+    whole_prefill: bool = False,
+    vllm: bool = False,
 ) -> EngineWorkload:
     """`whole_prefill` for an engine that does not chunk prefills (nano-vllm before
     8d63a98, and forks): a prefill computes a sequence to its end in one step, so the
@@ -59,15 +72,16 @@ def engine_workloads(
     for i, arrival in enumerate(arrivals, start=1):
         stem = draw(st.sampled_from(stems))
         prompt = stem[: draw(st.integers(0, len(stem)))] + draw(st.lists(tokens, max_size=3))
-        requests.append(
-            EngineRequest(
-                f"r{i}",
-                tuple(prompt or [1]),
-                draw(st.integers(1, 5)),
-                draw(st.booleans()),
-                arrival,
-            )
+        request = EngineRequest(
+            f"r{i}",
+            tuple(prompt or [1]),
+            draw(st.integers(1, 5)),
+            draw(st.booleans()),
+            arrival,
         )
+        if vllm:
+            request = _vllm_request(draw, request, vocab)
+        requests.append(request)
     # nano-vllm never sees a block of one token: its Config asserts a multiple of 256, and
     # its `len(seq) % block_size == 1` (a new block at a boundary) never fires at size 1.
     block_size = draw(st.integers(2, 4))
@@ -77,15 +91,24 @@ def engine_workloads(
     # asserted max_num_batched_tokens >= max_model_len then): the budget holds the longest
     # sequence, a re-prefill after preemption included.
     longest = max(len(r.prompt) + r.max_tokens for r in requests) if whole_prefill else 1
+    reserved = 1 if vllm else 0  # vLLM's null block
     config = EngineConfig(
-        num_blocks=draw(st.integers(need, need + 6)),
+        num_blocks=draw(st.integers(need, need + 6)) + reserved,
         block_size=block_size,
         max_num_seqs=seqs,
         # A decode step gives every running sequence a token up to max_num_seqs, without
         # looking at the token budget: valid configs keep the budget at least that large.
         max_num_batched_tokens=draw(st.integers(max(seqs, longest), max(12, longest))),
+        policy=draw(st.sampled_from(["fcfs", "priority"])) if vllm else "fcfs",
     )
     return EngineWorkload(config, tuple(requests), vocab, draw(st.sampled_from([2, 0, 5])))
+
+
+def _vllm_request(draw: st.DrawFn, request: EngineRequest, vocab: int) -> EngineRequest:
+    """A priority, stop tokens (mostly none) and an abort step (mostly never)."""
+    stop = draw(st.lists(st.integers(1, vocab), max_size=1 if vocab > 1 else 0, unique=True))
+    abort = draw(st.one_of(st.just(0), st.integers(request.arrival, request.arrival + 6)))
+    return replace(request, priority=draw(st.integers(0, 2)), stop=tuple(stop), abort=abort)
 
 
 def observe(trace: EngineTrace) -> set[str]:
@@ -117,6 +140,8 @@ def observe(trace: EngineTrace) -> set[str]:
             for name, status in after.status.items():
                 if status == "WAITING" and name in started and not after.tables[name]:
                     seen.add(PREEMPTION)
+                    if trace.workload.config.policy == "priority":
+                        seen.add(PRIORITY)
                     started.discard(name)
             previous = after
     for request in trace.workload.requests:
@@ -125,4 +150,8 @@ def observe(trace: EngineTrace) -> set[str]:
             seen.add(EOS_FINISH)
         if request.ignore_eos and 0 in out[:-1]:
             seen.add(IGNORED_EOS)
+        if out and out[-1] in request.stop and len(out) < request.max_tokens:
+            seen.add(STOPPED)
+        if request.abort and out != trace.workload.alone(request) and trace.failure is None:
+            seen.add(ABORTED)
     return seen

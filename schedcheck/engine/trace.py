@@ -38,6 +38,9 @@ class Copy(NamedTuple):
 
 
 class Block(NamedTuple):
+    """A KV block: nano-vllm's token_ids are the block's own tokens; vLLM's hash names a
+    whole prefix, and token_ids are that prefix (read back through our hash function)."""
+
     ref_count: int
     hash: int
     token_ids: tuple[int, ...]
@@ -53,6 +56,13 @@ class Pool(NamedTuple):
     tokens: dict[str, tuple[int, ...]]
     status: dict[str, str]  # WAITING, RUNNING or FINISHED
     cached: tuple[int, ...] = ()  # freed but cached, evictable, kept apart from free (sorted)
+    # vLLM's: its null block, never handed out; its prefix cache's index (hash number, block
+    # id), where a freed block stays findable while it waits in the free queue; the order of
+    # its running list and waiting queue (names)
+    reserved: tuple[int, ...] = ()
+    index: tuple[tuple[int, int], ...] = ()
+    running: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,10 @@ class EngineTrace:
                     "tokens": p.tokens,
                     "status": p.status,
                     "cached": list(p.cached),
+                    "reserved": list(p.reserved),
+                    "index": [list(e) for e in p.index],
+                    "running": list(p.running),
+                    "waiting": list(p.waiting),
                 }
             )
 
@@ -139,6 +153,10 @@ class EngineTrace:
                 {k: tup(v) or () for k, v in p["tokens"].items()},
                 {k: str(v) for k, v in p["status"].items()},
                 tup(p.get("cached")) or (),
+                tup(p.get("reserved")) or (),
+                tuple((int(h), int(b)) for h, b in p.get("index", ())),
+                tuple(map(str, p.get("running", ()))),
+                tuple(map(str, p.get("waiting", ()))),
             )
 
         steps = []

@@ -18,16 +18,19 @@ from typing import Any
 from schedcheck.model.workload import blocks_for
 
 EOS = 0
+_SIZES = ("num_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens")
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """The fields of nano-vllm's Config that its scheduler reads."""
+    """The fields of nano-vllm's Config that its scheduler reads (vLLM's SchedulerConfig and
+    CacheConfig hold the same four, and a policy)."""
 
-    num_blocks: int  # num_kvcache_blocks
+    num_blocks: int  # num_kvcache_blocks (vLLM: num_gpu_blocks, its null block included)
     block_size: int  # kvcache_block_size
     max_num_seqs: int
     max_num_batched_tokens: int
+    policy: str = "fcfs"  # vLLM's scheduling policy: "fcfs" or "priority" (nano-vllm: fcfs)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,10 @@ class EngineRequest:
     max_tokens: int
     ignore_eos: bool = False
     arrival: int = 1  # added at the start of this step
+    # vLLM's: what nano-vllm's workloads leave at these defaults
+    priority: int = 0  # lower runs first under the priority policy
+    stop: tuple[int, ...] = ()  # stop_token_ids: the request ends after sampling one
+    abort: int = 0  # aborted at the start of this step, if not finished by then (0: never)
 
     def peak_blocks(self, block_size: int) -> int:
         """The most KV it holds: its last sampled token is never computed."""
@@ -62,7 +69,7 @@ class EngineWorkload:
             token = self.next_token(tokens)
             tokens.append(token)
             out.append(token)
-            if token == EOS and not request.ignore_eos:
+            if (token == EOS and not request.ignore_eos) or token in request.stop:
                 break
         return tuple(out)
 
@@ -71,17 +78,24 @@ class EngineWorkload:
         max_model_len it runs with."""
         return max((len(r.prompt) + r.max_tokens for r in self.requests), default=1)
 
-    def problems(self) -> list[str]:
+    def max_model_len(self) -> int:
+        """The max_model_len it runs with: the longest sequence it can grow."""
+        return self.longest()
+
+    def problems(self, reserved: int = 0) -> list[str]:
         """Why this is not valid input for an engine (empty when it is): a request that
         cannot fit alone, or a token budget below max_num_seqs (a decode step may
-        schedule max_num_seqs tokens whatever the budget, as nano-vllm's does)."""
+        schedule max_num_seqs tokens whatever the budget, as nano-vllm's does).
+        `reserved`: blocks the engine keeps out of play (vLLM's null block: 1)."""
         c = self.config
         found = [
             f"{r.name} needs {r.peak_blocks(c.block_size)} KV blocks, more than num_blocks "
-            f"{c.num_blocks}"
+            f"{c.num_blocks}" + (f" less {reserved} reserved" if reserved else "")
             for r in self.requests
-            if r.peak_blocks(c.block_size) > c.num_blocks
+            if r.peak_blocks(c.block_size) > c.num_blocks - reserved
         ]
+        if c.policy not in ("fcfs", "priority"):
+            found.append(f"policy {c.policy!r} is neither 'fcfs' nor 'priority'")
         if c.block_size < 2:
             found.append(
                 f"kvcache_block_size {c.block_size} is below 2, which nano-vllm "
@@ -109,11 +123,15 @@ class EngineWorkload:
                 int(r["max_tokens"]),
                 bool(r["ignore_eos"]),
                 int(r["arrival"]),
+                int(r.get("priority", 0)),
+                tuple(map(int, r.get("stop", ()))),
+                int(r.get("abort", 0)),
             )
             for r in data["requests"]
         )
+        config = data["config"]
         return cls(
-            EngineConfig(**{k: int(v) for k, v in data["config"].items()}),
+            EngineConfig(*(int(config[k]) for k in _SIZES), str(config.get("policy", "fcfs"))),
             requests,
             int(data["vocab"]),
             int(data["eos_per_16"]),

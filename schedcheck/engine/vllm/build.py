@@ -1,0 +1,239 @@
+"""Build vLLM's v1 Scheduler on the CPU, with no model weights, for one engine workload.
+
+What vLLM's engine core does when it starts, reduced to what the scheduler reads: a
+VllmConfig (a CPU device; a ModelConfig over a folder holding only a small config.json,
+with no tokenizer; the workload's budgets and policy; prefix caching on), a KVCacheConfig
+of one full-attention group with the workload's `num_blocks` (block 0 of which vLLM keeps
+as its null block), and a block hasher whose hash function is ours (Hashes): a digest of
+what vLLM hashes, remembered with the token prefix it names, so that a block's hash can be
+read back as the prefix it claims to hold.
+
+vLLM is imported here only: its import takes seconds, and it is paid once per worker
+(Build() before the box is entered, a Scheduler per workload inside it).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
+
+# A model vLLM can read a config of without weights: one tiny llama layer. Only the KV
+# cache's shape would depend on it, and the KV cache is simulated.
+MODEL = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 1,
+    "vocab_size": 256,
+    "max_position_embeddings": 1 << 16,
+    "torch_dtype": "float32",
+    "eos_token_id": EOS,
+}
+LONGEST = 1 << 15  # the ModelConfig's own max_model_len; each run sets the workload's
+
+# Read by vLLM when it is imported or configured: the v1 model runner's protocol (the v2
+# runner's differs in how a resumed request is sent), quiet logs, no usage reports.
+ENVIRONMENT = {
+    "VLLM_USE_V2_MODEL_RUNNER": "0",
+    "VLLM_LOGGING_LEVEL": "ERROR",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+class Hashes:
+    """vLLM's block hash function, ours: sha256 of what vLLM hashes, the digest remembered
+    with the prefix it names (`(parent hash, block tokens, extra keys)` chains over the
+    whole prefix), and numbered in the order first seen, for a trace a person can read."""
+
+    def __init__(self) -> None:
+        self.prefix: dict[bytes, tuple[int, ...]] = {}
+        self.number: dict[bytes, int] = {}
+
+    def __call__(self, obj: Any) -> bytes:
+        digest = hashlib.sha256(repr(obj).encode()).digest()
+        if isinstance(obj, tuple) and len(obj) == 3 and isinstance(obj[1], tuple):
+            parent, tokens, _ = obj
+            self.prefix.setdefault(digest, self.prefix.get(parent, ()) + tuple(tokens))
+        return digest
+
+    def read(self, block_hash: bytes | None) -> tuple[int, tuple[int, ...]]:
+        """(its number, the prefix it names) for a block's hash; (-1, ()) for none. vLLM
+        stores a block's hash with its KV cache group's id (4 bytes) after it."""
+        if block_hash is None:
+            return -1, ()
+        digest = bytes(block_hash)[:32]
+        number = self.number.setdefault(digest, len(self.number))
+        return number, self.prefix.get(digest, ())
+
+
+class Build:
+    """vLLM imported and configured once; a Scheduler per workload (`scheduler()`)."""
+
+    def __init__(self, folder: Path) -> None:
+        for key, value in ENVIRONMENT.items():
+            os.environ.setdefault(key, value)
+        os.environ.setdefault("VLLM_CACHE_ROOT", str(folder / "cache"))
+        model = folder / "model"
+        model.mkdir(parents=True, exist_ok=True)
+        (model / "config.json").write_text(json.dumps(MODEL))
+
+        import vllm
+
+        # vLLM's own warnings about the tiny configs (budgets over max_model_len) are no
+        # finding of ours, and a flood in a search
+        logging.getLogger("vllm").setLevel(logging.ERROR)
+        from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
+        from vllm.sampling_params import SamplingParams
+        from vllm.v1.core import kv_cache_utils
+        from vllm.v1.core.sched.scheduler import Scheduler
+        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
+        from vllm.v1.outputs import ModelRunnerOutput
+        from vllm.v1.request import Request, RequestStatus
+        from vllm.v1.structured_output import StructuredOutputManager
+
+        self.version: str = vllm.__version__
+        self.v = _Vllm(
+            CacheConfig,
+            DeviceConfig,
+            SchedulerConfig,
+            VllmConfig,
+            SamplingParams,
+            kv_cache_utils,
+            Scheduler,
+            FullAttentionSpec,
+            KVCacheConfig,
+            KVCacheGroupSpec,
+            Request,
+            RequestStatus,
+            StructuredOutputManager,
+            ModelRunnerOutput,
+        )
+        # Reads config.json and inspects the model class (a subprocess, cached under
+        # VLLM_CACHE_ROOT): the costly part, done once.
+        self.model_config = ModelConfig(
+            model=str(model),
+            tokenizer=str(model),
+            skip_tokenizer_init=True,
+            max_model_len=LONGEST,
+            dtype="float32",
+        )
+        self.device_config = DeviceConfig(device="cpu")
+
+    def scheduler(self, workload: EngineWorkload) -> tuple[Any, Hashes]:
+        """A fresh vLLM Scheduler for `workload`, and the hash function its requests use."""
+        v, c = self.v, workload.config
+        model_config = copy.copy(self.model_config)
+        object.__setattr__(model_config, "max_model_len", workload.max_model_len())
+        scheduler_config = v.SchedulerConfig(
+            max_num_seqs=c.max_num_seqs,
+            max_num_batched_tokens=c.max_num_batched_tokens,
+            max_model_len=workload.max_model_len(),
+            is_encoder_decoder=False,
+            enable_chunked_prefill=True,
+            async_scheduling=False,
+            policy=c.policy,
+        )
+        cache_config = v.CacheConfig(block_size=c.block_size, enable_prefix_caching=True)
+        vllm_config = v.VllmConfig(
+            model_config=model_config,
+            cache_config=cache_config,
+            scheduler_config=scheduler_config,
+            device_config=self.device_config,
+        )
+        vllm_config.cache_config.num_gpu_blocks = c.num_blocks
+        spec = v.FullAttentionSpec(
+            block_size=c.block_size, num_kv_heads=1, head_size=1, dtype=_float32()
+        )
+        kv_cache_config = v.KVCacheConfig(
+            num_blocks=c.num_blocks,
+            kv_cache_tensors=[],
+            kv_cache_groups=[v.KVCacheGroupSpec(["layer.0"], spec)],
+        )
+        hashes = Hashes()
+        v.kv_cache_utils.init_none_hash(hashes)
+        scheduler = v.Scheduler(
+            vllm_config,
+            kv_cache_config,
+            v.StructuredOutputManager(vllm_config),
+            block_size=c.block_size,
+            log_stats=False,
+        )
+        scheduler.schedcheck_hasher = v.kv_cache_utils.get_request_block_hasher(
+            c.block_size, hashes
+        )
+        return scheduler, hashes
+
+    def request(self, scheduler: Any, request: EngineRequest, arrival: float) -> Any:
+        """vLLM's Request for one of the workload's: its sampling parameters (max_tokens,
+        ignore_eos, stop tokens, eos from the model's generation config), its priority and
+        arrival time, our block hasher."""
+        params = self.v.SamplingParams(
+            max_tokens=request.max_tokens,
+            ignore_eos=request.ignore_eos,
+            stop_token_ids=list(request.stop),
+            temperature=1.0,
+        )
+        params.update_from_generation_config({}, eos_token_id=EOS)
+        return self.v.Request(
+            request.name,
+            list(request.prompt),
+            params,
+            None,
+            arrival_time=arrival,
+            priority=request.priority,
+            block_hasher=scheduler.schedcheck_hasher,
+        )
+
+    def runner_output(self, order: list[str], sampled: dict[str, int]) -> Any:
+        """The ModelRunnerOutput of a step: one token for each request in `sampled`, none
+        for the others scheduled (a chunk short of the end)."""
+        return self.v.ModelRunnerOutput(
+            req_ids=list(order),
+            req_id_to_index={name: i for i, name in enumerate(order)},
+            sampled_token_ids=[[sampled[n]] if n in sampled else [] for n in order],
+        )
+
+    def aborted(self) -> Any:
+        return self.v.RequestStatus.FINISHED_ABORTED
+
+
+class _Vllm:
+    """The vLLM names a build uses, imported once."""
+
+    def __init__(self, *names: Any) -> None:
+        (
+            self.CacheConfig,
+            self.DeviceConfig,
+            self.SchedulerConfig,
+            self.VllmConfig,
+            self.SamplingParams,
+            self.kv_cache_utils,
+            self.Scheduler,
+            self.FullAttentionSpec,
+            self.KVCacheConfig,
+            self.KVCacheGroupSpec,
+            self.Request,
+            self.RequestStatus,
+            self.StructuredOutputManager,
+            self.ModelRunnerOutput,
+        ) = names
+
+
+def _float32() -> Any:
+    import torch
+
+    return torch.float32

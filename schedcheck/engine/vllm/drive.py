@@ -1,0 +1,277 @@
+"""Drive vLLM's v1 Scheduler through an engine workload; copy plain values out.
+
+Each step, as vLLM's engine core and its v1 GPU model runner do it: add the requests
+arriving now, abort those whose time has come (`finish_requests` with FINISHED_ABORTED, one
+id per call), `schedule()`; then play the model runner from the SchedulerOutput alone
+(its own copy of each request's tokens and block table, built from the new and cached
+request data, which is all a runner on another process receives), compute positions
+`num_computed_tokens .. + num_scheduled_tokens - 1` of each scheduled request, sample one
+token for each request whose last position was computed (a chunk short of the end is
+discarded, as the runner does), and `update_from_output()` with that ModelRunnerOutput.
+
+The trace holds, per step, the scheduler's own view of each scheduled request (its tokens,
+where its computation starts, its block ids in the KV cache manager) as `scheduled`, and
+the runner's copy built from the SchedulerOutput as `copies` (E8 compares the two), and
+the block pool after both calls. The checks run on the trace elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from schedcheck.drive.driver import describe
+from schedcheck.engine.drive import Stop, bound
+from schedcheck.engine.trace import (
+    UNDRIVABLE,
+    Block,
+    Copy,
+    EngineFailure,
+    EngineStep,
+    EngineTrace,
+    Pool,
+    Scheduled,
+)
+from schedcheck.engine.vllm.build import Build, Hashes
+from schedcheck.engine.workload import EngineRequest, EngineWorkload
+
+_T = TypeVar("_T")
+RUNNER = "vllm"  # engine/runner.py: the v1 GPU model runner's rule
+
+
+def run_vllm(
+    build: Build, workload: EngineWorkload, beat: Callable[[int, str], None] | None = None
+) -> EngineTrace:
+    """Drive `workload` through a fresh vLLM Scheduler; `beat(step, call)` before each call."""
+    run = _Run(build, workload, beat)
+    try:
+        run.all_steps()
+    except Stop as stop:
+        return EngineTrace(workload, RUNNER, tuple(run.steps), failure=stop.failure)
+    return EngineTrace(workload, RUNNER, tuple(run.steps), run.outputs())
+
+
+class _Run:
+    def __init__(
+        self, build: Build, workload: EngineWorkload, beat: Callable[[int, str], None] | None
+    ) -> None:
+        self.build, self.workload, self.beat = build, workload, beat
+        self.requests: dict[str, Any] = {}  # name -> vLLM's Request, finished ones kept
+        self.tables: dict[str, list[int]] = {}  # the runner's block table per request
+        self.tokens: dict[str, list[int]] = {}  # the runner's tokens per request
+        self.starts: dict[str, int] = {}  # where the runner was told this step starts
+        self.steps: list[EngineStep] = []
+        self.step = 0
+        self.hashes = Hashes()
+
+    def call(self, what: str, fn: Callable[[], _T]) -> _T:
+        if self.beat is not None:
+            self.beat(self.step, what)
+        try:
+            return fn()
+        except Stop:
+            raise
+        except BaseException as e:  # SystemExit and assertions too: vLLM's, not ours
+            raise Stop(EngineFailure("E6", self.step, what, describe(e, None, ""))) from None
+
+    def read(self, what: str, fn: Callable[[], _T]) -> _T:
+        """Copy values out of vLLM; a reading that fails means this release keeps its state
+        elsewhere than we read it (exit 2, naming what), never a verdict."""
+        try:
+            return fn()
+        except Stop:
+            raise
+        except Exception as e:
+            message = (
+                f"vLLM {self.build.version}'s state could not be read as schedcheck reads it "
+                f'({e!r}; docs/engines.md, "vLLM")'
+            )
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, what, message)) from None
+
+    def all_steps(self) -> None:
+        made = self.call("Scheduler()", lambda: self.build.scheduler(self.workload))
+        self.scheduler, self.hashes = made
+        pending = sorted(self.workload.requests, key=lambda r: r.arrival)
+        limit = bound(self.workload)
+        last_event = max([r.arrival for r in pending] + [r.abort for r in pending])
+        while True:
+            self.step += 1
+            while pending and pending[0].arrival <= self.step:
+                self.add(pending.pop(0))
+            for request in self.workload.requests:
+                if request.abort == self.step and request.name in self.requests:
+                    self.abort(request.name)
+            unfinished = self.call(
+                "get_num_unfinished_requests()", self.scheduler.get_num_unfinished_requests
+            )
+            if not unfinished:
+                if not pending:
+                    return
+                continue  # idle until the next arrival
+            if self.step > limit:
+                raise Stop(
+                    EngineFailure(
+                        "E5",
+                        self.step,
+                        "end of run",
+                        f"{', '.join(self.unfinished())} not finished after {limit} steps "
+                        "(the bound for this workload)",
+                    )
+                )
+            scheduled = self.one_step()
+            if not scheduled and self.step >= last_event:
+                raise Stop(
+                    EngineFailure(
+                        "E5",
+                        self.step,
+                        "schedule()",
+                        f"nothing scheduled while {', '.join(self.unfinished())} "
+                        "wait (unfinished, nothing more to arrive): the scheduler is stuck",
+                    )
+                )
+
+    def unfinished(self) -> list[str]:
+        return [n for n, r in self.requests.items() if not r.is_finished()]
+
+    def add(self, request: EngineRequest) -> None:
+        arrival = self.step + len(self.requests) / 1000  # vLLM's arrival_time: order of adding
+        made = self.call("Request()", lambda: self.build.request(self.scheduler, request, arrival))
+        self.requests[request.name] = made
+        self.call("add_request()", lambda: self.scheduler.add_request(made))
+
+    def abort(self, name: str) -> None:
+        status = self.build.aborted()
+        self.call("finish_requests()", lambda: self.scheduler.finish_requests(name, status))
+
+    def one_step(self) -> bool:
+        out = self.call("schedule()", self.scheduler.schedule)
+        order = self.read("schedule()", lambda: self.runner_update(out))
+        views = self.read("schedule()", lambda: tuple(self.view(n, out) for n in order))
+        copies = tuple(self.copy(name, out) for name in order)
+        before = self.read("schedule()", self.pool)
+        sampled = tuple(
+            self.workload.next_token(c.token_ids[: c.num_cached + c.num_scheduled])
+            for c in copies
+            if c.token_ids is not None and c.num_cached is not None and c.num_scheduled is not None
+        )
+        is_prefill = any(v.num_cached + v.num_scheduled < len(v.token_ids) for v in views)
+        self.steps.append(EngineStep(self.step, is_prefill, views, copies, sampled, before, None))
+        # the runner keeps the token of each request whose every token is now computed
+        done = [
+            i
+            for i, c in enumerate(copies)
+            if (c.num_cached or 0) + (c.num_scheduled or 0) >= len(c.token_ids or ())
+        ]
+        for i in done:
+            self.tokens[order[i]].append(sampled[i])
+        output = self.read(
+            "update_from_output()",
+            lambda: self.build.runner_output(order, {order[i]: sampled[i] for i in done}),
+        )
+        self.call("update_from_output()", lambda: self.scheduler.update_from_output(out, output))
+        after = self.read("update_from_output()", self.pool)
+        self.steps[-1] = EngineStep(self.step, is_prefill, views, copies, sampled, before, after)
+        return bool(order)
+
+    def runner_update(self, out: Any) -> list[str]:
+        """What the v1 model runner does with a SchedulerOutput before it computes: forget
+        finished requests, take new ones (prompt, block ids), and for cached ones append
+        the new block ids (replace them for a resumed request; take all_token_ids where
+        sent). The scheduled requests' names, in the order of num_scheduled_tokens."""
+        for name in out.finished_req_ids:
+            self.tables.pop(name, None)
+            self.tokens.pop(name, None)
+        for new in out.scheduled_new_reqs:
+            self.tables[new.req_id] = list(new.block_ids[0])
+            prompt = new.prefill_token_ids or new.prompt_token_ids
+            self.tokens[new.req_id] = list(prompt)
+            self.starts[new.req_id] = new.num_computed_tokens
+        cached = out.scheduled_cached_reqs
+        for i, name in enumerate(cached.req_ids):
+            blocks = cached.new_block_ids[i]
+            if name in cached.resumed_req_ids:
+                self.tables[name] = list(blocks[0]) if blocks is not None else []
+            elif blocks is not None:
+                self.tables.setdefault(name, []).extend(blocks[0])
+            if name in cached.all_token_ids:
+                self.tokens[name] = list(cached.all_token_ids[name])
+            self.starts[name] = cached.num_computed_tokens[i]
+        return [str(name) for name in out.num_scheduled_tokens]
+
+    def view(self, name: str, out: Any) -> Scheduled:
+        """The scheduler's own view: the request's tokens, the position its computation
+        starts at (num_computed_tokens, which schedule() has advanced by the step's count),
+        its block ids in the KV cache manager."""
+        request, n = self.requests[name], int(out.num_scheduled_tokens[name])
+        table = self.scheduler.kv_cache_manager.get_block_ids(name)[0]
+        return Scheduled(
+            name,
+            int(request.num_computed_tokens) - n,
+            n,
+            tuple(request.all_token_ids),
+            tuple(int(b) for b in table),
+        )
+
+    def copy(self, name: str, out: Any) -> Copy:
+        """The runner's copy, built from the SchedulerOutputs it was sent."""
+        tokens = self.tokens.get(name)
+        start = self.starts.get(name)
+        return Copy(
+            None if tokens is None else tuple(tokens),
+            None if not tokens else tokens[-1],
+            start,
+            int(out.num_scheduled_tokens[name]),
+            tuple(self.tables.get(name, ())),
+            None if tokens is None else len(tokens),
+        )
+
+    def pool(self) -> Pool:
+        manager = self.scheduler.kv_cache_manager
+        pool = manager.block_pool
+        blocks = tuple(Block(int(b.ref_cnt), *self.hashes.read(b.block_hash)) for b in pool.blocks)
+        reserved = (int(pool.null_block.block_id),)
+        index: list[tuple[int, int]] = []
+        for key, held in pool.cached_block_hash_to_block._cache.items():
+            number = self.hashes.read(key)[0]
+            for block in [held] if hasattr(held, "block_id") else held.values():
+                index.append((number, int(block.block_id)))
+        live = self.scheduler.requests
+        return Pool(
+            blocks,
+            tuple(int(b.block_id) for b in pool.free_block_queue.get_all_free_blocks()),
+            tuple(
+                sorted(
+                    int(b.block_id)
+                    for b in pool.blocks
+                    if b.ref_cnt > 0 and b.block_id not in reserved
+                )
+            ),
+            {
+                n: tuple(int(b) for b in manager.get_block_ids(n)[0]) if n in live else ()
+                for n in self.requests
+            },
+            {n: tuple(r.all_token_ids) for n, r in self.requests.items()},
+            {n: _status(r) for n, r in self.requests.items()},
+            (),
+            reserved,
+            tuple(sorted(index)),
+            tuple(str(r.request_id) for r in self.scheduler.running),
+            tuple(str(r.request_id) for r in self.scheduler.waiting),
+        )
+
+    def outputs(self) -> dict[str, tuple[int, ...]]:
+        return self.read(
+            "end of run",
+            lambda: {
+                n: tuple(int(t) for t in r.output_token_ids) for n, r in self.requests.items()
+            },
+        )
+
+
+def _status(request: Any) -> str:
+    if request.is_finished():
+        return "FINISHED"
+    return "RUNNING" if request.status.name == "RUNNING" else "WAITING"
+
+
+__all__ = ["RUNNER", "Hashes", "run_vllm"]

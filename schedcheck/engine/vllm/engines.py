@@ -1,0 +1,86 @@
+"""vLLM run in this process (`--in-process`), or in a sandboxed worker of its own, as every
+engine is (schedcheck/sandbox/): the two `Runs` of `schedcheck engine --vllm`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from schedcheck.engine.setup import EngineSetup
+from schedcheck.engine.trace import EngineFailure, EngineTrace
+from schedcheck.engine.vllm.build import Build
+from schedcheck.engine.vllm.drive import RUNNER, run_vllm
+from schedcheck.engine.vllm.worker import cache_root, calls
+from schedcheck.engine.workload import EngineWorkload
+from schedcheck.faults import SubmissionFailure
+from schedcheck.sandbox.process import Limits, Sandbox
+
+WORKER = "schedcheck.engine.vllm.worker"
+START = 300.0  # seconds to import vLLM and configure it (the first time, a model inspection)
+
+
+class LocalVllm:
+    isolation = "none"
+
+    def __init__(self, setup: EngineSetup) -> None:
+        self.setup = setup
+        self.folder = tempfile.mkdtemp(prefix="schedcheck-vllm-")
+        os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
+        self.build = Build(Path(self.folder))
+        self.version = self.build.version
+
+    def run(self, workload: EngineWorkload) -> EngineTrace:
+        return run_vllm(self.build, workload)
+
+    def stop(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class IsolatedVllm:
+    def __init__(self, setup: EngineSetup, limits: Limits | None = None) -> None:
+        self.setup = setup
+        self.folder = tempfile.mkdtemp(prefix="schedcheck-vllm-")
+        path = Path(self.folder) / "vllm-setup.json"
+        path.write_text(json.dumps({"root": setup.root}))
+        limits = limits or Limits()
+        limits = replace(limits, start_timeout=max(limits.start_timeout, START))
+        self.worker = Sandbox(path, limits, WORKER)
+        try:
+            self.worker.start()  # SubmissionError if vLLM does not even load
+        except BaseException:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
+
+    @property
+    def isolation(self) -> str:
+        return self.worker.isolation
+
+    def run(self, workload: EngineWorkload) -> EngineTrace:
+        try:
+            value = self.worker.request(
+                calls(workload), op="engine_run", workload=workload.to_dict()
+            )
+        except SubmissionFailure as e:
+            f = e.failure
+            return EngineTrace(
+                workload, RUNNER, failure=EngineFailure("E6", f.step, f.call, f.message)
+            )
+        try:
+            trace = EngineTrace.from_dict(value)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            trace = None
+        if trace is None or trace.workload != workload:
+            self.worker.stop()
+            message = "the worker sent something that is not this run's trace"
+            return EngineTrace(
+                workload, RUNNER, failure=EngineFailure("E6", 0, "engine run", message)
+            )
+        return trace
+
+    def stop(self) -> None:
+        self.worker.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,104 @@
+"""vLLM's worker process: vLLM imported and configured, then the box entered, then driven.
+
+Started by `schedcheck.engine.vllm.isolated` as `python -m schedcheck.engine.vllm.worker`
+with the sandbox worker's arguments (schedcheck/sandbox/worker.py), PATH a JSON file naming
+the folder to import vLLM from. Everything vLLM reads from disk (its modules, the model's
+config.json, its lazy imports) is read before the box is entered: after it, the box's own
+/tmp hides the machine's files and its uid may read nothing new. Each run's trace goes back
+as plain data; the checks run in the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from schedcheck.engine.drive import bound
+from schedcheck.engine.vllm.build import Build
+from schedcheck.engine.vllm.drive import run_vllm
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from schedcheck.sandbox.beat import Board
+from schedcheck.sandbox.worker import Worker, boxed
+
+# One run through every path the scheduler takes (prefix hit, chunked prefill, preemption
+# under both policies, an abort, a stop token), before the box: vLLM imports some modules
+# only when a path is first taken.
+WARM = tuple(
+    EngineWorkload(
+        EngineConfig(5, 2, 2, 3, policy),
+        (
+            EngineRequest("w1", (1, 2, 1, 2, 1), 4, True, 1, 1),
+            EngineRequest("w2", (1, 2, 1, 1), 4, False, 1, 0, (2,)),
+            EngineRequest("w3", (1, 2), 3, False, 2, 0, (), 3),
+        ),
+        2,
+    )
+    for policy in ("fcfs", "priority")
+)
+
+
+def calls(workload: EngineWorkload) -> int:
+    """Calls into vLLM a run makes at most: Scheduler(); Request(), add_request() and an abort
+    per request; a count, schedule() and update_from_output() per step, up to the bound."""
+    return 1 + 3 * len(workload.requests) + (bound(workload) + 2) * 3
+
+
+def cache_root() -> Path:
+    """Where vLLM keeps what it learnt of the model (its class inspected in a subprocess,
+    seconds): shared by this user's workers."""
+    return Path(tempfile.gettempdir()) / f"schedcheck-vllm-{os.getuid()}"
+
+
+def prepare(path: str) -> Build:
+    root = json.loads(Path(path).read_text())["root"]
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    folder = Path(tempfile.mkdtemp(prefix="schedcheck-vllm-"))
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
+    build = Build(folder)
+    for workload in WARM:
+        run_vllm(build, workload)
+    return build
+
+
+class VllmWorker(Worker):
+    def __init__(self, conn: Connection, build: Build, board: Board) -> None:
+        super().__init__(conn, board)
+        self.build = build
+
+    def op_engine_run(self, request: dict[str, Any]) -> None:
+        workload = EngineWorkload.from_dict(request["workload"])
+        trace = run_vllm(self.build, workload, self.heartbeat)
+        self.send(kind="result", value=trace.to_dict())
+
+
+def main(argv: list[str]) -> None:
+    conn, board, _, build = boxed(argv, _prepared)
+    if isinstance(build, str):
+        conn.send_bytes(json.dumps({"kind": "ready", "load_error": build, "serial": 0}).encode())
+        return
+    conn.send_bytes(
+        json.dumps(
+            {"kind": "ready", "problems": [], "serial": 0, "version": build.version}
+        ).encode()
+    )
+    VllmWorker(conn, build, board).serve()
+
+
+def _prepared(path: str) -> Build | str:
+    try:
+        return prepare(path)
+    except (Exception, SystemExit) as e:
+        return f"{type(e).__name__}: {e}"
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    finally:
+        os._exit(0)  # never run vLLM's atexit hooks or finalizers
