@@ -1,14 +1,16 @@
-"""The engine checks, E1-E9, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E10, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (invariants/engine/kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
 E5 every request finishes in time; E6 the engine raises nothing; E7 each request's output
 equals its output alone; E8 a scheduled sequence's pickled copy carries what the model
 runner needs at that step; E9 (off unless asked for) no more than max_num_seqs sequences
-are running at once.
+are running at once; E10 (vLLM only) recompute preemption takes vLLM's victim and
+requeues it at the front.
 
-E4 and E9 are policies, not safety: a fork may budget differently by design, so a run can
-switch them off (E4) or on (E9) by name. The others cannot be switched off.
+E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
+can switch them off (E4) or on (E9, E10) by name; vLLM's runs have all three on. The
+others cannot be switched off.
 
 As the spec's checks are (invariants/catalogue.py), each is one entry of ENTRIES, at the
 end of this module, after the functions it names; CATALOGUE and POLICIES derive from it.
@@ -23,6 +25,7 @@ from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
 from schedcheck.engine.runner import RUNNERS, Runner
 from schedcheck.engine.trace import Copy, EngineTrace, Scheduled
+from schedcheck.engine.workload import EngineRequest
 from schedcheck.invariants.violation import Violation
 
 EngineCheckFunction = Callable[[EngineTrace], Iterator[Violation]]
@@ -142,6 +145,65 @@ def check_e9(trace: EngineTrace) -> Iterator[Violation]:
                 tuple(running),
             )
             return  # the first step over the cap tells the story
+
+
+def check_e10(trace: EngineTrace) -> Iterator[Violation]:
+    """vLLM's recompute preemption (Scheduler.schedule, _preempt_request): under fcfs the
+    victim is always the tail of the running list (`self.running.pop()`) and goes back to the
+    front of the waiting queue (`prepend_request`); under priority it is the running
+    request with the largest (priority, arrival_time). Read off the running list after the
+    previous step and the statuses after this schedule()."""
+    order = {r.name: i for i, r in enumerate(sorted(trace.workload.requests, key=_arrival))}
+    priority = {r.name: r.priority for r in trace.workload.requests}
+    previous = None
+    for step in trace.steps:
+        now = step.after_schedule
+        if previous is not None:
+            running = [n for n in previous.running if now.status.get(n) != "FINISHED"]
+            victims = [n for n in running if now.status.get(n) == "WAITING"]
+            problem = _victim_problem(trace, running, victims, now.waiting, order, priority)
+            if problem is not None:
+                yield Violation("E10", step.step, "schedule()", problem, tuple(victims))
+                return  # the first wrong preemption tells the story
+        previous = step.after_postprocess or now
+
+
+def _arrival(request: EngineRequest) -> int:
+    return request.arrival
+
+
+def _victim_problem(
+    trace: EngineTrace,
+    running: list[str],
+    victims: list[str],
+    waiting: tuple[str, ...],
+    order: dict[str, int],
+    priority: dict[str, int],
+) -> str | None:
+    if not victims:
+        return None
+    k = len(victims)
+    if trace.workload.config.policy == "priority":
+        key = {n: (priority[n], order[n]) for n in running}
+        want = sorted(running, key=lambda n: key[n])[-k:]
+        if set(want) != set(victims):
+            return (
+                f"preempted {', '.join(victims)}, but the running request(s) of the largest "
+                f"(priority, arrival) are {', '.join(want)}: "
+                + ", ".join(f"{n} {key[n]}" for n in running)
+            )
+        return None
+    if victims != running[-k:]:
+        return (
+            f"preempted {', '.join(victims)} of the running list {running}: fcfs preempts "
+            f"from its tail, {', '.join(running[-k:])}"
+        )
+    if tuple(waiting[:k]) != tuple(victims):
+        return (
+            f"preempted {', '.join(victims)}, which must go back to the front of the "
+            f"waiting queue, but it is {list(waiting)}"
+        )
+    return None
 
 
 def check_failure(trace: EngineTrace) -> Iterator[Violation]:
@@ -319,8 +381,27 @@ ENTRIES: tuple[EngineCheck, ...] = (
     ),
 )
 
+VLLM_ENTRIES: tuple[EngineCheck, ...] = (
+    EngineCheck(
+        id="E10",
+        title="preemption takes vLLM's victim and requeues it at the front (vLLM only: fcfs the "
+        "tail of the running list, priority the largest (priority, arrival_time))",
+        symptom="the wrong request is recomputed, or a preempted request waits behind later "
+        "ones (starvation under load)",
+        likely_bugs=(
+            "a preempted request requeued at the tail of the waiting queue",
+            "the priority policy's victim chosen by priority alone, or from the head",
+        ),
+        function=check_e10,
+        policy=False,
+    ),
+)
+ENTRIES = ENTRIES + VLLM_ENTRIES
+VLLM_ON = frozenset({"E9", "E10"})
+"""The policies on for vLLM: its scheduler keeps the running cap and these preemption rules."""
+
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E9."""
+"""Every engine check by id, E1-E10."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9), and whether each is made unless switched."""

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from schedcheck import faults
-from schedcheck.engine.checks import POLICIES, active
+from schedcheck.engine.checks import POLICIES, VLLM_ON, active
 from schedcheck.engine.html import engine_page
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
@@ -227,7 +227,7 @@ def vllm_command(args: argparse.Namespace) -> int:
                 "built from each workload)"
             )
         setup = vllm_setup(args.path)
-        checks = active(frozenset(args.off), frozenset(args.on) | {"E9"})
+        checks = active(frozenset(args.off), frozenset(args.on) | VLLM_ON)
     except (SetupError, ValueError) as e:
         print(f"schedcheck engine: {e}", file=sys.stderr)
         return faults.USAGE
