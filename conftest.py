@@ -1,5 +1,6 @@
 """The repository's own test run: schedcheck's pytest plugin (schedcheck/plugin.py) plus
-what only this repository's tests need (the `costly`, `redis` and `nanovllm` markers).
+what only this repository's tests need (the `costly`, `redis`, `nanovllm`, `registry` and
+`vllm` markers).
 
 Installed (`pip install -e .`), pytest loads the plugin through its entry point before it
 reads the command line, which `--impl /any/absolute/path` needs; named here as well, it
@@ -22,6 +23,8 @@ MARKERS = (
     "registry: downloads published nano-vllm derivatives from the package registry with pip "
     "(skipped without the registry or the [nanovllm] extra, unless "
     "SCHEDCHECK_REQUIRE_REGISTRY is set)",
+    "vllm: needs vLLM installed (.ci/vllm-requirements.txt; skipped without it, unless "
+    "SCHEDCHECK_REQUIRE_VLLM is set)",
 )
 
 

@@ -31,7 +31,10 @@ def check_e3(trace: EngineTrace) -> Iterator[Violation]:
     for step in trace.steps:
         for call, pool in (
             ("schedule()", step.after_schedule),
-            ("postprocess()", step.after_postprocess),
+            (
+                "update_from_output()" if hashes_name_prefixes else "postprocess()",
+                step.after_postprocess,
+            ),
         ):
             if pool is None:
                 continue
@@ -122,8 +125,8 @@ def _different_prefixes(pool: Pool, held: list[tuple[str, int]], bs: int) -> str
 def prefix_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
     """vLLM's prefix cache index against its blocks and tables (a block's token_ids are the
     prefix its hash names)."""
-    indexed = set(pool.index)
-    for number, b in pool.index:
+    indexed = set(pool.cache_index)
+    for number, b in pool.cache_index:
         if not 0 <= b < len(pool.blocks) or pool.blocks[b].hash != number:
             held = "no block" if not 0 <= b < len(pool.blocks) else _hash(pool.blocks[b].hash)
             return f"the prefix cache finds block {b} under hash #{number}, but it holds {held}", ()

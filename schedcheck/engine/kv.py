@@ -68,7 +68,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
 
 def _promised(pool: Pool, slots: dict[int, Written], bs: int, step: int) -> Iterator[Violation]:
     """Each indexed block holds the KV of the prefix its hash names."""
-    for number, b in pool.index:
+    for number, b in pool.cache_index:
         prefix = pool.blocks[b].token_ids if 0 <= b < len(pool.blocks) else ()
         first = len(prefix) - bs
         for j in range(bs if first >= 0 else 0):

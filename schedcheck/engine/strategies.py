@@ -75,7 +75,7 @@ def engine_workloads(
         request = EngineRequest(
             f"r{i}",
             tuple(prompt or [1]),
-            draw(st.integers(1, 5)),
+            draw(st.integers(1, 8 if vllm else 5)),  # vLLM: decodes long enough to preempt
             draw(st.booleans()),
             arrival,
         )
@@ -93,9 +93,9 @@ def engine_workloads(
     longest = max(len(r.prompt) + r.max_tokens for r in requests) if whole_prefill else 1
     # vLLM: its null block, and pools tighter still: its requests run together from the
     # first step (no prefill-only steps), so preemption needs a pool close to the need
-    spare = draw(st.integers(0, 3 if vllm else 6))
+    blocks = draw(st.integers(need, need + 3)) + 1 if vllm else draw(st.integers(need, need + 6))
     config = EngineConfig(
-        num_blocks=need + spare + (1 if vllm else 0),
+        num_blocks=blocks,
         block_size=block_size,
         max_num_seqs=seqs,
         # A decode step gives every running sequence a token up to max_num_seqs, without

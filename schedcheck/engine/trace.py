@@ -60,7 +60,7 @@ class Pool(NamedTuple):
     # id), where a freed block stays findable while it waits in the free queue; the order of
     # its running list and waiting queue (names)
     reserved: tuple[int, ...] = ()
-    index: tuple[tuple[int, int], ...] = ()
+    cache_index: tuple[tuple[int, int], ...] = ()
     running: tuple[str, ...] = ()
     waiting: tuple[str, ...] = ()
 
@@ -112,7 +112,7 @@ class EngineTrace:
                     "status": p.status,
                     "cached": list(p.cached),
                     "reserved": list(p.reserved),
-                    "index": [list(e) for e in p.index],
+                    "cache_index": [list(e) for e in p.cache_index],
                     "running": list(p.running),
                     "waiting": list(p.waiting),
                 }
@@ -154,7 +154,7 @@ class EngineTrace:
                 {k: str(v) for k, v in p["status"].items()},
                 tup(p.get("cached")) or (),
                 tup(p.get("reserved")) or (),
-                tuple((int(h), int(b)) for h, b in p.get("index", ())),
+                tuple((int(h), int(b)) for h, b in p.get("cache_index", ())),
                 tuple(map(str, p.get("running", ()))),
                 tuple(map(str, p.get("waiting", ()))),
             )

@@ -18,7 +18,6 @@ from typing import Any
 from schedcheck.model.workload import blocks_for
 
 EOS = 0
-_SIZES = ("num_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens")
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,13 @@ class EngineWorkload:
         )
         config = data["config"]
         return cls(
-            EngineConfig(*(int(config[k]) for k in _SIZES), str(config.get("policy", "fcfs"))),
+            EngineConfig(
+                int(config["num_blocks"]),
+                int(config["block_size"]),
+                int(config["max_num_seqs"]),
+                int(config["max_num_batched_tokens"]),
+                str(config.get("policy", "fcfs")),
+            ),
             requests,
             int(data["vocab"]),
             int(data["eos_per_16"]),

@@ -3,7 +3,7 @@ every id once, with a function; the lists the suite, the grade and the reports u
 derived from it and equal the lists that were written out by hand before (kept here once,
 as literals, so that a drift fails); the docs' tables and order agree with it.
 
-The engine's checks, E1-E9 (schedcheck/engine/checks.py), follow the same pattern.
+The engine's checks, E1-E10 (schedcheck/engine/checks.py), follow the same pattern.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ OLD_GRADE_GROUPS: dict[str, tuple[str, ...]] = {
 }
 OLD_INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1")
 OLD_EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
-OLD_ENGINE_IDS = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "E9")
-OLD_POLICIES = {"E4": True, "E9": False}
+OLD_ENGINE_IDS = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "E9", "E10")  # E10: vLLM
+OLD_POLICIES = {"E4": True, "E9": False, "E10": False}
 
 
 def test_every_id_has_exactly_one_entry_and_a_function_of_its_own() -> None:

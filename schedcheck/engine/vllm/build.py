@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,9 @@ class Build:
     """vLLM imported and configured once; a Scheduler per workload (`scheduler()`)."""
 
     def __init__(self, folder: Path) -> None:
+        # Applied to every Scheduler built: how the tests make vLLM-API mutants (a block
+        # freed twice, a preempted request requeued at the tail, ...) of the real release.
+        self.patch: Callable[[Any], None] | None = None
         for key, value in ENVIRONMENT.items():
             os.environ.setdefault(key, value)
         os.environ.setdefault("VLLM_CACHE_ROOT", str(folder / "cache"))
@@ -175,6 +179,8 @@ class Build:
         scheduler.schedcheck_hasher = v.kv_cache_utils.get_request_block_hasher(
             c.block_size, hashes
         )
+        if self.patch is not None:
+            self.patch(scheduler)
         return scheduler, hashes
 
     def request(self, scheduler: Any, request: EngineRequest, arrival: float) -> Any:

@@ -1,0 +1,120 @@
+"""vLLM's own v1 scheduler under `schedcheck engine --vllm` (docs/engines.md, "vLLM").
+
+Marked `vllm`: they need vLLM installed (.ci/run installs the release pinned in
+.ci/vllm-requirements.txt and sets SCHEDCHECK_REQUIRE_VLLM, so they may not skip there);
+skipped elsewhere. The release passes a bounded search; each mutant of it made here
+(tests/engines/vllm/mutants.py) is caught by the check it names; a worked trace pins down
+what the driver copies out of vLLM.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from schedcheck.engine.checks import VLLM_ON, active, check_engine
+from schedcheck.engine.search import search_engine
+from schedcheck.engine.strategies import VLLM_LABELS
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from tests.engines.vllm.mutants import MUTANTS, VllmMutant
+
+pytestmark = pytest.mark.vllm
+REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"
+CHECKS = active(frozenset(), VLLM_ON)
+
+
+@pytest.fixture(scope="module")
+def vllm() -> Iterator[object]:
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get(REQUIRE):
+            pytest.fail(f"vLLM is not installed; {REQUIRE} is set, so these tests must run")
+        pytest.skip("vLLM is not installed (.ci/run installs it: .ci/vllm-requirements.txt)")
+    from schedcheck.engine.vllm.engines import LocalVllm
+    from schedcheck.engine.vllm.setup import vllm_setup
+
+    engine = LocalVllm(vllm_setup(None))
+    yield engine
+    engine.stop()
+
+
+def test_the_release_passes_a_bounded_search_and_reaches_every_hard_part(vllm: object) -> None:
+    from schedcheck.engine.vllm.engines import LocalVllm
+
+    assert isinstance(vllm, LocalVllm)
+    vllm.build.patch = None
+    found = search_engine(vllm, 400, CHECKS, chunked=True, vllm=True)
+    assert found.failure is None, found.failure[1].report()
+    missed = [label for label in VLLM_LABELS if not found.reached[label]]
+    assert not missed, f"never reached: {missed}"
+
+
+def test_a_worked_trace_what_the_driver_reads_off_vllm(vllm: object) -> None:
+    """r1 (5 tokens) gets 4 under a budget of 4, then its last; r2 arrives at step 2 and
+    finds r1's first block ([1 2]) in the prefix cache: it starts at position 2 and shares
+    block 1 with r1. Outputs equal each request's output alone."""
+    from schedcheck.engine.vllm.engines import LocalVllm
+
+    assert isinstance(vllm, LocalVllm)
+    vllm.build.patch = None
+    workload = EngineWorkload(
+        EngineConfig(8, 2, 2, 4),
+        (
+            EngineRequest("r1", (1, 2, 1, 2, 1), 4),
+            EngineRequest("r2", (1, 2, 1, 1), 5, arrival=2),
+        ),
+        2,
+    )
+    trace = vllm.run(workload)
+    assert trace.failure is None and check_engine(trace, CHECKS) == []
+    first, second = trace.steps[0], trace.steps[1]
+    assert [(s.name, s.num_cached, s.num_scheduled) for s in first.scheduled] == [("r1", 0, 4)]
+    assert first.scheduled[0].block_table == (1, 2)  # block 0 is vLLM's null block
+    assert first.after_schedule.reserved == (0,)
+    assert [(s.name, s.num_cached, s.num_scheduled) for s in second.scheduled] == [
+        ("r1", 4, 1),
+        ("r2", 2, 2),
+    ]
+    assert second.scheduled[1].block_table[0] == second.scheduled[0].block_table[0] == 1
+    # the runner's copy, built from the SchedulerOutputs alone, agrees (E8)
+    assert second.copies[1].block_table == second.scheduled[1].block_table
+    # block 1's hash names the prefix [1 2], and the prefix cache indexes it
+    pool = second.after_postprocess
+    assert pool is not None and pool.blocks[1].token_ids == (1, 2)
+    assert (pool.blocks[1].hash, 1) in pool.cache_index
+    assert trace.outputs == {r.name: workload.alone(r) for r in workload.requests}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+def test_each_mutant_of_the_release_is_caught_by_its_check(
+    vllm: object, mutant: VllmMutant
+) -> None:
+    from schedcheck.engine.vllm.engines import LocalVllm
+
+    assert isinstance(vllm, LocalVllm)
+    vllm.build.patch = mutant.patch
+    try:
+        found = search_engine(vllm, 1000, CHECKS, chunked=True, vllm=True)
+    finally:
+        vllm.build.patch = None
+    assert found.failure is not None, f"{mutant.name} ({mutant.bug}) was not caught"
+    assert found.failure[1].violations[0].check == mutant.check, found.failure[1].report()
+
+
+def test_schedcheck_engine_vllm_runs_it_in_its_box(vllm: object) -> None:
+    """The command as a user runs it: vLLM imported and configured in its worker, before the
+    box is entered, then searched; exit 0 and the isolation said."""
+    done = subprocess.run(
+        [sys.executable, "-m", "schedcheck", "engine", "--vllm", "--examples", "40"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS vLLM at" in done.stdout
+    assert "checks: E1 E2 E3 E4 E5 E6 E7 E8 E9 E10" in done.stdout
+    assert "isolation: " in done.stdout

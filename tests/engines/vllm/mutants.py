@@ -1,0 +1,81 @@
+"""Mutants of vLLM's real scheduler, made here: each patches one behaviour of a freshly built
+vLLM Scheduler (Build.patch) the way a scheduler change could break it, and names the check
+that must catch it (tests/engine/test_vllm.py). Written against vLLM's v1 API (0.33)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class VllmMutant(NamedTuple):
+    name: str
+    check: str  # the check that must fire
+    bug: str
+    patch: Callable[[Any], None]
+
+
+def double_free(scheduler: Any) -> None:
+    """A finished or preempted request's last block is released twice."""
+    manager, free = scheduler.kv_cache_manager, scheduler._free_request_blocks
+
+    def twice(request: Any) -> None:
+        blocks = list(manager.get_blocks(request.request_id).blocks[0])
+        free(request)
+        if blocks:
+            manager.block_pool.free_blocks(blocks[-1:])
+
+    scheduler._free_request_blocks = twice
+
+
+def hit_stays_free(scheduler: Any) -> None:
+    """A prefix-cache hit on a freed block takes it without taking it out of the free queue."""
+    pool = scheduler.kv_cache_manager.block_pool
+
+    def touch(blocks: Any) -> None:
+        for block in blocks:
+            if not block.is_null:
+                block.ref_cnt += 1
+
+    pool.touch = touch
+
+
+def requeue_at_tail(scheduler: Any) -> None:
+    """A preempted request goes back to the tail of the waiting queue, not its front."""
+    scheduler.waiting.prepend_request = scheduler.waiting.add_request
+
+
+def chunk_over_budget(scheduler: Any) -> None:
+    """The step's token budget is one over max_num_batched_tokens (both the budget schedule()
+    starts from and the input budget it also caps a chunk by)."""
+    scheduler.max_num_scheduled_tokens += 1
+    scheduler.scheduler_config.max_num_batched_tokens += 1
+
+
+def keeps_computed(scheduler: Any) -> None:
+    """A preempted request keeps its num_computed_tokens though its blocks were freed."""
+    preempt = scheduler._preempt_request
+
+    def keep(request: Any, *args: Any, **kwargs: Any) -> None:
+        computed = request.num_computed_tokens
+        preempt(request, *args, **kwargs)
+        request.num_computed_tokens = computed
+
+    scheduler._preempt_request = keep
+
+
+def evict_keeps_hash(scheduler: Any) -> None:
+    """A cached block handed out again keeps its hash in the prefix cache (never evicted)."""
+    scheduler.kv_cache_manager.block_pool._maybe_evict_cached_block = lambda block: False
+
+
+MUTANTS = (
+    VllmMutant("double_free", "E3", "a block freed twice", double_free),
+    VllmMutant("hit_stays_free", "E3", "a cache hit on a freed block left free", hit_stays_free),
+    VllmMutant(
+        "requeue_at_tail", "E10", "a preempted request requeued at the tail", requeue_at_tail
+    ),
+    VllmMutant("chunk_over_budget", "E4", "a chunk over the token budget", chunk_over_budget),
+    VllmMutant("keeps_computed", "E2", "preemption keeps num_computed_tokens", keeps_computed),
+    VllmMutant("evict_keeps_hash", "E3", "eviction keeps the stale hash", evict_keeps_hash),
+)
