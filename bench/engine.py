@@ -1,4 +1,5 @@
-"""Engine mode: examples per second on nano-vllm's API, beside P07's.
+"""Engine mode: examples per second on nano-vllm's API and on vLLM's own scheduler, beside
+P07's.
 
 Run: python -m bench.engine [PATH]
 The same 500 generated engine workloads are checked (every check, E1-E8) on the correct
@@ -6,11 +7,15 @@ engine written here in nano-vllm's API (tests/engines/correct/), in this process
 an isolated worker; medians of 3. P07's figures come from bench.isolation on the same
 machine, for comparison. With PATH (a nano-vllm checkout, say its main), also
 `schedcheck engine PATH`'s own search, 1,000 workloads isolated, timed whole (issue 24's
-target: at most 30 s on 2 cores). docs/performance.md keeps the numbers.
+target: at most 30 s on 2 cores). Where vLLM is installed (.ci/install-vllm), 500 vLLM
+workloads (every check, E1-E10) on its real scheduler, in this process and in its worker,
+and the worker's start-up (vLLM imported and configured before the box). docs/performance.md
+keeps the numbers.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import sys
 import time
@@ -22,6 +27,7 @@ from bench.isolation import SUBMISSION, examples_per_second
 from schedcheck.drive.impl import InProcess
 from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import load_impl
+from schedcheck.engine.checks import VLLM_ON, active
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
@@ -37,10 +43,10 @@ CORRECT = Path(__file__).resolve().parent.parent / "tests" / "engines" / "correc
 COUNT = 500
 
 
-def engine_sample(count: int) -> list[EngineWorkload]:
+def engine_sample(count: int, vllm: bool = False) -> list[EngineWorkload]:
     found: list[EngineWorkload] = []
 
-    @given(engine_workloads())
+    @given(engine_workloads(vllm=vllm))
     @settings(
         max_examples=count,
         derandomize=True,
@@ -55,11 +61,42 @@ def engine_sample(count: int) -> list[EngineWorkload]:
     return found
 
 
-def engine_rate(engine: Runs, workloads: list[EngineWorkload]) -> float:
+def engine_rate(
+    engine: Runs, workloads: list[EngineWorkload], checks: list[str] | None = None
+) -> float:
     start = time.perf_counter()
     for workload in workloads:
-        assert verify_engine(engine, workload).ok
+        assert verify_engine(engine, workload, checks).ok
     return len(workloads) / (time.perf_counter() - start)
+
+
+def vllm_rates() -> str:
+    """vLLM's line, or why there is none."""
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM: not installed here (.ci/install-vllm)"
+    from schedcheck.engine.vllm.engines import IsolatedVllm, LocalVllm
+    from schedcheck.engine.vllm.setup import vllm_setup
+
+    workloads = engine_sample(COUNT, vllm=True)
+    checks = active(on=VLLM_ON)
+    setup = vllm_setup(None)
+    local = LocalVllm(setup)
+    try:
+        here = statistics.median(engine_rate(local, workloads, checks) for _ in range(3))
+    finally:
+        local.stop()
+    start = time.perf_counter()
+    isolated = IsolatedVllm(setup)
+    started = time.perf_counter() - start
+    try:
+        boxed = statistics.median(engine_rate(isolated, workloads, checks) for _ in range(3))
+    finally:
+        isolated.stop()
+    return (
+        f"vLLM {local.version} (its v1 Scheduler, {len(workloads)} workloads, E1-E10): "
+        f"in-process {here:.0f} examples/s, isolated {boxed:.0f} examples/s; its worker "
+        f"starts in {started:.1f} s"
+    )
 
 
 def main() -> None:
@@ -87,6 +124,7 @@ def main() -> None:
         f"P07 (the reference as a submission, 300 workloads): in-process {p07_here:.0f} "
         f"examples/s, isolated {p07_boxed:.0f} examples/s"
     )
+    print(vllm_rates())
     if len(sys.argv) > 1:
         engine = IsolatedEngine(read_setup(sys.argv[1]))
         try:

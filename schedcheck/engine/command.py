@@ -26,6 +26,7 @@ from schedcheck.engine.search import Search, chunks_prefills, search_engine
 from schedcheck.engine.setup import SetupError, read_setup
 from schedcheck.engine.strategies import LABELS, VLLM_LABELS
 from schedcheck.engine.verdict import Runs, Undrivable, verify_engine
+from schedcheck.engine.vllm.engines import MEMORY_MB as VLLM_MEMORY_MB
 from schedcheck.engine.vllm.engines import IsolatedVllm, LocalVllm
 from schedcheck.engine.vllm.setup import vllm_setup
 from schedcheck.engine.workload import EngineWorkload
@@ -120,7 +121,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 MEMORY_MB = 1024
-VLLM_MEMORY_MB = 8192  # torch and vLLM map gigabytes of address space before a step is run
 
 
 def engine_command(args: argparse.Namespace) -> int:

@@ -97,8 +97,9 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
 
     assert isinstance(vllm, LocalVllm)
     vllm.build.patch = mutant.patch
+    checks = [c for c in CHECKS if c not in mutant.off]
     try:
-        found = search_engine(vllm, 1000, CHECKS, chunked=True, vllm=True)
+        found = search_engine(vllm, 1000, checks, chunked=True, vllm=True)
     finally:
         vllm.build.patch = None
     assert found.failure is not None, f"{mutant.name} ({mutant.bug}) was not caught"

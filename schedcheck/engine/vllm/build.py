@@ -15,7 +15,9 @@ vLLM is imported here only: its import takes seconds, and it is paid once per wo
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -97,6 +99,7 @@ class Build:
 
         import vllm
 
+        _memory_read_once()
         # vLLM's own warnings about the tiny configs (budgets over max_model_len) are no
         # finding of ours, and a flood in a search
         logging.getLogger("vllm").setLevel(logging.ERROR)
@@ -193,7 +196,11 @@ class Build:
             stop_token_ids=list(request.stop),
             temperature=1.0,
         )
-        params.update_from_generation_config({}, eos_token_id=EOS)
+        # positional: 0.11 names the parameter model_eos_token_id, later ones eos_token_id
+        params.update_from_generation_config({}, EOS)
+        # In 0.11 the eos is the Request's own (check_stop compares it), not the
+        # sampling parameters'
+        eos = {"eos_token_id": EOS} if self.v.request_eos else {}
         return self.v.Request(
             request.name,
             list(request.prompt),
@@ -202,15 +209,22 @@ class Build:
             arrival_time=arrival,
             priority=request.priority,
             block_hasher=scheduler.schedcheck_hasher,
+            **eos,
         )
 
     def runner_output(self, order: list[str], sampled: dict[str, int]) -> Any:
         """The ModelRunnerOutput of a step: one token for each request in `sampled`, none
         for the others scheduled (a chunk short of the end)."""
+        tokens: list[Any] = [[sampled[n]] if n in sampled else [] for n in order]
+        if self.v.sampled_arrays:  # 0.11's scheduler calls .tolist() on each
+            import numpy
+
+            tokens = [numpy.array(t, dtype=numpy.int64) for t in tokens]
         return self.v.ModelRunnerOutput(
             req_ids=list(order),
             req_id_to_index={name: i for i, name in enumerate(order)},
-            sampled_token_ids=[[sampled[n]] if n in sampled else [] for n in order],
+            sampled_token_ids=tokens,
+            **self.v.runner_output_required,
         )
 
     def aborted(self) -> Any:
@@ -237,6 +251,34 @@ class _Vllm:
             self.StructuredOutputManager,
             self.ModelRunnerOutput,
         ) = names
+        # What differs between releases, found by looking, not by version number:
+        # - 0.11's Request takes the model's eos as eos_token_id;
+        self.request_eos: bool = "eos_token_id" in inspect.signature(self.Request).parameters
+        # - 0.11's ModelRunnerOutput's sampled_token_ids are numpy arrays, and its
+        #   logprobs, prompt_logprobs_dict and pooler_output have no default: empty ones.
+        fields = {f.name: f for f in dataclasses.fields(self.ModelRunnerOutput)}
+        self.sampled_arrays: bool = "ndarray" in str(fields["sampled_token_ids"].type)
+        empty: dict[str, Any] = {"logprobs": None, "prompt_logprobs_dict": {}, "pooler_output": []}
+        self.runner_output_required: dict[str, Any] = {
+            name: value
+            for name, value in empty.items()
+            if name in fields
+            and fields[name].default is dataclasses.MISSING
+            and fields[name].default_factory is dataclasses.MISSING
+        }
+
+
+def _memory_read_once() -> None:
+    """0.11's VllmConfig checks its swap space against the machine's memory, which it reads
+    from /proc/meminfo on each build: a worker's box hides /proc. Read it once, here, before
+    the box is entered. Later releases read it in no config a workload builds."""
+    import importlib
+
+    cache = importlib.import_module("vllm.config.cache")
+    read = getattr(cache, "get_cpu_memory", None)
+    if callable(read):
+        total = read()
+        cache.get_cpu_memory = lambda: total  # type: ignore[attr-defined]
 
 
 def _float32() -> Any:

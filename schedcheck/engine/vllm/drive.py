@@ -33,7 +33,7 @@ from schedcheck.engine.trace import (
     Scheduled,
 )
 from schedcheck.engine.vllm.build import Build, Hashes
-from schedcheck.engine.workload import EngineRequest, EngineWorkload
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
 _T = TypeVar("_T")
 RUNNER = "vllm"  # engine/runner.py: the v1 GPU model runner's rule
@@ -49,6 +49,36 @@ def run_vllm(
     except Stop as stop:
         return EngineTrace(workload, RUNNER, tuple(run.steps), failure=stop.failure)
     return EngineTrace(workload, RUNNER, tuple(run.steps), run.outputs())
+
+
+# One run through every path the scheduler takes (prefix hit, chunked prefill, preemption
+# under both policies, an abort, a stop token), before the box: vLLM imports some modules
+# only when a path is first taken.
+WARM = tuple(
+    EngineWorkload(
+        EngineConfig(5, 2, 2, 3, policy),
+        (
+            EngineRequest("w1", (1, 2, 1, 2, 1), 4, True, 1, 1),
+            EngineRequest("w2", (1, 2, 1, 1), 4, False, 1, 0, (2,)),
+            EngineRequest("w3", (1, 2), 3, False, 2, 0, (), 3),
+        ),
+        2,
+    )
+    for policy in ("fcfs", "priority")
+)
+
+
+def warm(build: Build) -> None:
+    """Run WARM through `build`: vLLM's lazy imports happen now (before a box is entered),
+    and a release whose API this driver does not fit is told now, as a usage error, not
+    as a verdict on the first workload (RuntimeError naming what failed)."""
+    for workload in WARM:
+        failure = run_vllm(build, workload).failure
+        if failure is not None:
+            raise RuntimeError(
+                f"vLLM {build.version} cannot be driven by schedcheck: a warm-up run failed "
+                f"at step {failure.step}, {failure.call}: {failure.message}"
+            )
 
 
 class _Run:
@@ -105,6 +135,17 @@ class _Run:
                 "get_num_unfinished_requests()", self.scheduler.get_num_unfinished_requests
             )
             if not unfinished:
+                lost = self.unfinished()
+                if lost:
+                    raise Stop(
+                        EngineFailure(
+                            "E5",
+                            self.step,
+                            "get_num_unfinished_requests()",
+                            f"{', '.join(lost)} not finished, but the scheduler counts no "
+                            "unfinished request: lost from its queues, never to run",
+                        )
+                    )
                 if not pending:
                     return
                 continue  # idle until the next arrival
@@ -118,8 +159,15 @@ class _Run:
                         "(the bound for this workload)",
                     )
                 )
+            settled = self.steps[-1].after_postprocess if self.steps else None
             scheduled = self.one_step()
-            if not scheduled and self.step >= last_event:
+            # Stuck: an empty step that changed nothing, so the next is the same. An empty
+            # step that changed the state is not: up to 0.30, under the priority policy, a
+            # running request that must preempt itself ends the step's running pass, and the
+            # preemption keeps the waiting ones out, so the step is empty; the blocks it
+            # freed let the next step go on (the bound above still catches a livelock).
+            unchanged = self.steps[-1].after_postprocess == settled
+            if not scheduled and self.step >= last_event and unchanged:
                 raise Stop(
                     EngineFailure(
                         "E5",
@@ -183,7 +231,8 @@ class _Run:
             self.tokens.pop(name, None)
         for new in out.scheduled_new_reqs:
             self.tables[new.req_id] = list(new.block_ids[0])
-            prompt = new.prefill_token_ids or new.prompt_token_ids
+            # prefill_token_ids (not in 0.11): the prompt and the outputs of a resumed request
+            prompt = getattr(new, "prefill_token_ids", None) or new.prompt_token_ids
             self.tokens[new.req_id] = list(prompt)
             self.starts[new.req_id] = new.num_computed_tokens
         cached = out.scheduled_cached_reqs
@@ -256,8 +305,15 @@ class _Run:
             reserved,
             tuple(sorted(index)),
             tuple(str(r.request_id) for r in self.scheduler.running),
-            tuple(str(r.request_id) for r in self.scheduler.waiting),
+            tuple(str(r.request_id) for r in self._waiting()),
         )
+
+    def _waiting(self) -> list[Any]:
+        """The waiting requests. 0.20 to 0.30 keep those it skipped (waiting for a grammar,
+        remote KV, a LoRA slot) in a second queue, skipped_waiting, taken first under fcfs;
+        0.11 and 0.33 have one queue."""
+        skipped = getattr(self.scheduler, "skipped_waiting", None)
+        return [*(skipped or ()), *self.scheduler.waiting]
 
     def outputs(self) -> dict[str, tuple[int, ...]]:
         return self.read(
@@ -274,4 +330,4 @@ def _status(request: Any) -> str:
     return "RUNNING" if request.status.name == "RUNNING" else "WAITING"
 
 
-__all__ = ["RUNNER", "Hashes", "run_vllm"]
+__all__ = ["RUNNER", "Hashes", "run_vllm", "warm"]

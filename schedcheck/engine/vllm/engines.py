@@ -13,7 +13,7 @@ from pathlib import Path
 from schedcheck.engine.setup import EngineSetup
 from schedcheck.engine.trace import EngineFailure, EngineTrace
 from schedcheck.engine.vllm.build import Build
-from schedcheck.engine.vllm.drive import RUNNER, run_vllm
+from schedcheck.engine.vllm.drive import RUNNER, run_vllm, warm
 from schedcheck.engine.vllm.worker import cache_root, calls
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.faults import SubmissionFailure
@@ -21,6 +21,7 @@ from schedcheck.sandbox.process import Limits, Sandbox
 
 WORKER = "schedcheck.engine.vllm.worker"
 START = 300.0  # seconds to import vLLM and configure it (the first time, a model inspection)
+MEMORY_MB = 8192  # torch and vLLM map gigabytes of address space before a step is run
 
 
 class LocalVllm:
@@ -32,6 +33,7 @@ class LocalVllm:
         os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
         self.build = Build(Path(self.folder))
         self.version = self.build.version
+        warm(self.build)
 
     def run(self, workload: EngineWorkload) -> EngineTrace:
         return run_vllm(self.build, workload)
@@ -46,7 +48,7 @@ class IsolatedVllm:
         self.folder = tempfile.mkdtemp(prefix="schedcheck-vllm-")
         path = Path(self.folder) / "vllm-setup.json"
         path.write_text(json.dumps({"root": setup.root}))
-        limits = limits or Limits()
+        limits = limits or Limits(memory=MEMORY_MB << 20)
         limits = replace(limits, start_timeout=max(limits.start_timeout, START))
         self.worker = Sandbox(path, limits, WORKER)
         try:

@@ -20,26 +20,10 @@ from typing import Any
 
 from schedcheck.engine.drive import bound
 from schedcheck.engine.vllm.build import Build
-from schedcheck.engine.vllm.drive import run_vllm
-from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from schedcheck.engine.vllm.drive import run_vllm, warm
+from schedcheck.engine.workload import EngineWorkload
 from schedcheck.sandbox.beat import Board
 from schedcheck.sandbox.worker import Worker, boxed
-
-# One run through every path the scheduler takes (prefix hit, chunked prefill, preemption
-# under both policies, an abort, a stop token), before the box: vLLM imports some modules
-# only when a path is first taken.
-WARM = tuple(
-    EngineWorkload(
-        EngineConfig(5, 2, 2, 3, policy),
-        (
-            EngineRequest("w1", (1, 2, 1, 2, 1), 4, True, 1, 1),
-            EngineRequest("w2", (1, 2, 1, 1), 4, False, 1, 0, (2,)),
-            EngineRequest("w3", (1, 2), 3, False, 2, 0, (), 3),
-        ),
-        2,
-    )
-    for policy in ("fcfs", "priority")
-)
 
 
 def calls(workload: EngineWorkload) -> int:
@@ -61,8 +45,7 @@ def prepare(path: str) -> Build:
     folder = Path(tempfile.mkdtemp(prefix="schedcheck-vllm-"))
     os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
     build = Build(folder)
-    for workload in WARM:
-        run_vllm(build, workload)
+    warm(build)
     return build
 
 

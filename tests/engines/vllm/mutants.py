@@ -13,6 +13,8 @@ class VllmMutant(NamedTuple):
     check: str  # the check that must fire
     bug: str
     patch: Callable[[Any], None]
+    # checks switched off to see this one fire (one that fires first on the same bug)
+    off: frozenset[str] = frozenset()
 
 
 def double_free(scheduler: Any) -> None:
@@ -69,6 +71,18 @@ def evict_keeps_hash(scheduler: Any) -> None:
     scheduler.kv_cache_manager.block_pool._maybe_evict_cached_block = lambda block: False
 
 
+def loses_preempted(scheduler: Any) -> None:
+    """A preempted request is dropped from the waiting queue: it waits forever, unfinished,
+    while nothing is scheduled (the engine reports healthy and serves no one)."""
+    preempt = scheduler._preempt_request
+
+    def lose(request: Any, *args: Any, **kwargs: Any) -> None:
+        preempt(request, *args, **kwargs)
+        scheduler.waiting.remove_request(request)
+
+    scheduler._preempt_request = lose
+
+
 MUTANTS = (
     VllmMutant("double_free", "E3", "a block freed twice", double_free),
     VllmMutant("hit_stays_free", "E3", "a cache hit on a freed block left free", hit_stays_free),
@@ -77,5 +91,9 @@ MUTANTS = (
     ),
     VllmMutant("chunk_over_budget", "E4", "a chunk over the token budget", chunk_over_budget),
     VllmMutant("keeps_computed", "E2", "preemption keeps num_computed_tokens", keeps_computed),
-    VllmMutant("evict_keeps_hash", "E3", "eviction keeps the stale hash", evict_keeps_hash),
+    VllmMutant("evict_keeps_hash", "E2", "eviction keeps the stale hash", evict_keeps_hash),
+    # E10 sees it first (the victim is not at the front of the waiting queue: it is gone)
+    VllmMutant(
+        "loses_preempted", "E5", "a preempted request lost", loses_preempted, frozenset({"E10"})
+    ),
 )
