@@ -5,6 +5,7 @@
     schedcheck grade PATH... --out DIR    grade a class: per check group, pass or fail
     schedcheck fuzz [PATH] --minutes N    a long campaign; counterexamples kept as regressions
     schedcheck engine CHECKOUT   check a nano-vllm checkout's scheduler (docs/engines.md)
+    schedcheck engine --vllm     check vLLM's v1 scheduler, installed or a checkout's
     schedcheck spec | contract   print the behaviour checked, or the API a submission keeps
 
 `check` first checks the contract (one message for every missing or ill-typed name), then

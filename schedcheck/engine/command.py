@@ -36,7 +36,9 @@ from schedcheck.sandbox.process import Limits
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    engine = commands.add_parser("engine", help="check a nano-vllm checkout's scheduler")
+    engine = commands.add_parser(
+        "engine", help="check a nano-vllm checkout's scheduler, or vLLM's (--vllm)"
+    )
     engine.add_argument(
         "path",
         nargs="?",
