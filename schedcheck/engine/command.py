@@ -30,7 +30,7 @@ from schedcheck.engine.vllm.engines import MEMORY_MB as VLLM_MEMORY_MB
 from schedcheck.engine.vllm.engines import IsolatedVllm, LocalVllm
 from schedcheck.engine.vllm.setup import vllm_setup
 from schedcheck.engine.workload import EngineWorkload
-from schedcheck.faults import SubmissionError
+from schedcheck.faults import CheckerError, SubmissionError
 from schedcheck.sandbox.box import LEVELS
 from schedcheck.sandbox.process import Limits
 
@@ -242,7 +242,9 @@ def vllm_command(args: argparse.Namespace) -> int:
         else:
             memory = (args.memory_mb or VLLM_MEMORY_MB) << 20
             engine = IsolatedVllm(setup, Limits(call_timeout=args.call_timeout, memory=memory))
-    except (SubmissionError, Exception) as e:
+    except CheckerError:
+        raise  # ours (the worker did not start, our driver failed): exit 3, as every fault of ours
+    except Exception as e:  # vLLM's: not installed whole, or a release this driver cannot drive
         print(
             f"schedcheck engine: vLLM at {setup.root} could not be imported and configured "
             f"here: {e}",

@@ -252,3 +252,18 @@ def test_a_checkout_without_an_engine_at_its_top_names_those_below(tmp_path: Pat
     with pytest.raises(SetupError, match=r"below it: src/nanovllm \(give the folder"):
         read_setup(str(tmp_path / "repo"))
     assert read_setup(str(tmp_path / "repo" / "src")).package == "nanovllm"
+
+
+def test_engine_vllm_usage_errors_are_exit_2_naming_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--vllm PATH` where PATH holds no vLLM checkout, or with nano-vllm's own options:
+    a usage error (exit 2) saying so, before anything of vLLM is imported."""
+    assert main(["engine", "--vllm", str(tmp_path)]) == faults.USAGE
+    assert "holds no vLLM checkout (no vllm/v1/core/sched/scheduler.py)" in capsys.readouterr().err
+    assert main(["engine", "--vllm", "--runner", "chunked"]) == faults.USAGE
+    err = capsys.readouterr().err
+    assert "--runner: nano-vllm's option(s), not vLLM's" in err
+    # "vllm" is no nano-vllm runner: argparse refuses it
+    assert main(["engine", "--vllm", "--runner", "vllm"]) == faults.USAGE
+    assert "invalid choice: 'vllm'" in capsys.readouterr().err
