@@ -51,9 +51,10 @@ def run_vllm(
     return EngineTrace(workload, RUNNER, tuple(run.steps), run.outputs())
 
 
-# One run through every path the scheduler takes (prefix hit, chunked prefill, preemption
-# under both policies, an abort, a stop token), before the box: vLLM imports some modules
-# only when a path is first taken.
+# Runs through the scheduler's paths before the box, since vLLM imports some modules only
+# when a path is first taken: under fcfs, a prefix hit, a whole-prompt hit, chunked
+# prefill, a preemption, an abort and a stop token (read off observe(), checked once by
+# hand); under priority, its waiting queue and the same requests.
 WARM = tuple(
     EngineWorkload(
         EngineConfig(5, 2, 2, 3, policy),
