@@ -32,32 +32,31 @@ class IsolatedEngine:
         return self.worker.output
 
     def run(self, workload: EngineWorkload) -> EngineTrace:
-        try:
-            value = self.worker.request(
-                calls(workload),
-                op="engine_run",
-                workload=workload.to_dict(),
-                setup=self.setup.to_dict(),
-            )
-        except SubmissionFailure as e:
-            f = e.failure
-            return EngineTrace(
-                workload, self.setup.runner, failure=EngineFailure("E6", f.step, f.call, f.message)
-            )
-        try:
-            trace = EngineTrace.from_dict(value)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            trace = None
-        if trace is None or trace.workload != workload:
-            self.worker.stop()
-            return EngineTrace(
-                workload,
-                self.setup.runner,
-                failure=EngineFailure(
-                    "E6", 0, "engine run", "the worker sent something that is not this run's trace"
-                ),
-            )
-        return trace
+        return run_in(
+            self.worker, workload, self.setup.runner, calls(workload), setup=self.setup.to_dict()
+        )
 
     def stop(self) -> None:
         self.worker.stop()
+
+
+def run_in(
+    worker: Sandbox, workload: EngineWorkload, runner: str, most: int, **fields: object
+) -> EngineTrace:
+    """One `engine_run` in `worker` (at most `most` calls into the engine; `fields` sent
+    beside the workload): its trace, or E6 for a hang, a crash or garbage, with the step
+    and call the worker's heartbeat named."""
+    try:
+        value = worker.request(most, op="engine_run", workload=workload.to_dict(), **fields)
+    except SubmissionFailure as e:
+        f = e.failure
+        return EngineTrace(workload, runner, failure=EngineFailure("E6", f.step, f.call, f.message))
+    try:
+        trace = EngineTrace.from_dict(value)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        trace = None
+    if trace is None or trace.workload != workload:
+        worker.stop()
+        message = "the worker sent something that is not this run's trace"
+        return EngineTrace(workload, runner, failure=EngineFailure("E6", 0, "engine run", message))
+    return trace

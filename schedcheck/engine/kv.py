@@ -44,20 +44,14 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 slot = _slot(seq, q, bs)
                 want = seq.token_ids[: q + 1]
                 found = slots.get(slot) if slot is not None else None
-                if found is not None and found[0] == q and found[1] == want:
+                if _holds(found, q, want):
                     continue
                 where = "outside its block table" if slot is None else f"slot {slot}"
-                held = (
-                    "nothing"
-                    if found is None
-                    else f"position {found[0]} of {_show(found[1])} (written for {found[2]} "
-                    f"at step {found[3]})"
-                )
                 yield Violation(
                     "E2",
                     step.step,
                     "model runner",
-                    f"{seq.name} attends to position {q} at {where}, which holds {held}, "
+                    f"{seq.name} attends to position {q} at {where}, which holds {_held(found)}, "
                     f"not position {q} of its own {_show(want)}",
                     (seq.name,),
                 )
@@ -74,24 +68,31 @@ def _promised(pool: Pool, slots: dict[int, Written], bs: int, step: int) -> Iter
         for j in range(bs if first >= 0 else 0):
             p = first + j
             found = slots.get(b * bs + j)
-            if found is not None and found[0] == p and found[1] == prefix[: p + 1]:
+            if _holds(found, p, prefix[: p + 1]):
                 continue
-            held = (
-                "nothing"
-                if found is None
-                else f"position {found[0]} of {_show(found[1])} (written for {found[2]} "
-                f"at step {found[3]})"
-            )
             yield Violation(
                 "E2",
                 step,
                 "update_from_output()",
                 f"block {b} is in the prefix cache as hash #{number}, the prefix "
-                f"{_show(prefix)}, but its slot {b * bs + j} holds {held}, not position {p} "
+                f"{_show(prefix)}, but its slot {b * bs + j} holds {_held(found)}, not "
+                f"position {p} "
                 "of that prefix: a request with this prefix would read it",
                 (),
             )
             return  # the first broken promise tells the story
+
+
+def _holds(found: Written | None, position: int, prefix: tuple[int, ...]) -> bool:
+    """Whether a slot holds the KV of `position` of `prefix`."""
+    return found is not None and found[0] == position and found[1] == prefix
+
+
+def _held(found: Written | None) -> str:
+    """What a slot holds, in words."""
+    if found is None:
+        return "nothing"
+    return f"position {found[0]} of {_show(found[1])} (written for {found[2]} at step {found[3]})"
 
 
 def span(seq: Scheduled) -> tuple[int, int]:

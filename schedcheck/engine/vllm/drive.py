@@ -93,7 +93,7 @@ class _Run:
         self.starts: dict[str, int] = {}  # where the runner was told this step starts
         self.steps: list[EngineStep] = []
         self.step = 0
-        self.hashes = Hashes()
+        self.hashes: Hashes  # the hash function of the Scheduler built for this run
 
     def call(self, what: str, fn: Callable[[], _T]) -> _T:
         if self.beat is not None:
@@ -198,10 +198,13 @@ class _Run:
         views = self.read("schedule()", lambda: tuple(self.view(n, out) for n in order))
         copies = tuple(self.copy(name, out) for name in order)
         before = self.read("schedule()", self.pool)
+        # one per scheduled request, from the runner's copy (a copy short of tokens or a
+        # start is E8's to report; the sample stays aligned with the requests)
         sampled = tuple(
-            self.workload.next_token(c.token_ids[: c.num_cached + c.num_scheduled])
+            self.workload.next_token(
+                (c.token_ids or ())[: (c.num_cached or 0) + (c.num_scheduled or 0)]
+            )
             for c in copies
-            if c.token_ids is not None and c.num_cached is not None and c.num_scheduled is not None
         )
         is_prefill = any(v.num_cached + v.num_scheduled < len(v.token_ids) for v in views)
         self.steps.append(EngineStep(self.step, is_prefill, views, copies, sampled, before, None))

@@ -10,13 +10,13 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from schedcheck.engine.isolated import run_in
 from schedcheck.engine.setup import EngineSetup
-from schedcheck.engine.trace import EngineFailure, EngineTrace
+from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.vllm.build import Build
 from schedcheck.engine.vllm.drive import RUNNER, run_vllm, warm
 from schedcheck.engine.vllm.worker import cache_root, calls
 from schedcheck.engine.workload import EngineWorkload
-from schedcheck.faults import SubmissionFailure
 from schedcheck.sandbox.process import Limits, Sandbox
 
 WORKER = "schedcheck.engine.vllm.worker"
@@ -62,26 +62,7 @@ class IsolatedVllm:
         return self.worker.isolation
 
     def run(self, workload: EngineWorkload) -> EngineTrace:
-        try:
-            value = self.worker.request(
-                calls(workload), op="engine_run", workload=workload.to_dict()
-            )
-        except SubmissionFailure as e:
-            f = e.failure
-            return EngineTrace(
-                workload, RUNNER, failure=EngineFailure("E6", f.step, f.call, f.message)
-            )
-        try:
-            trace = EngineTrace.from_dict(value)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            trace = None
-        if trace is None or trace.workload != workload:
-            self.worker.stop()
-            message = "the worker sent something that is not this run's trace"
-            return EngineTrace(
-                workload, RUNNER, failure=EngineFailure("E6", 0, "engine run", message)
-            )
-        return trace
+        return run_in(self.worker, workload, RUNNER, calls(workload))
 
     def stop(self) -> None:
         self.worker.stop()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from multiprocessing.connection import Connection
@@ -44,8 +45,11 @@ def prepare(path: str) -> Build:
         sys.path.insert(0, root)
     folder = Path(tempfile.mkdtemp(prefix="schedcheck-vllm-"))
     os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
-    build = Build(folder)
-    warm(build)
+    try:
+        build = Build(folder)
+        warm(build)
+    finally:  # the model's config.json is read by now; the box would hide it anyway
+        shutil.rmtree(folder, ignore_errors=True)
     return build
 
 
