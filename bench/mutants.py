@@ -13,9 +13,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 from schedcheck.drive.standalone import standalone
 from schedcheck.model.regression import Regression
 from schedcheck.search.hunt import hunt
+from schedcheck.strategies.large import big, long
+from tests.catalogue import found_by_the_larger_stage
 
 MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"
 
@@ -29,7 +33,9 @@ def main(argv: list[str]) -> None:
     small = 0
     for mutant in mutants:
         path = MUTANTS / f"{mutant}.py"
-        caught = hunt(standalone(path))
+        # A bug of size is hunted among the larger stage's workloads (and shrinks slowly).
+        larger = st.one_of(big(), long()) if found_by_the_larger_stage(path) else None
+        caught = hunt(standalone(path), workloads=larger)
         bug = path.read_text().split('"""')[1].splitlines()[0].removeprefix("Bug: ")
         small += caught.requests <= 3 and caught.steps <= 8
         print(f"| `{mutant}` | {bug} | {caught.check} | {caught.requests} | {caught.steps} |")

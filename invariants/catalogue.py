@@ -164,6 +164,7 @@ ENTRIES: tuple[Check, ...] = (
             "num_computed not reset on preemption",
             "update() does not know what was scheduled",
             "testing eos before appending",
+            "eos compared with `is` instead of ==",
             "sample_fn called before the prefill is complete",
         ),
         group="accounting",

@@ -16,6 +16,20 @@ WAITING, RUNNING, FINISHED = "WAITING", "RUNNING", "FINISHED"
 EMPTY = State(seqs={}, waiting=(), running=(), finished=(), blocks_used=0, num_preemptions=0)
 
 
+# The ints CPython keeps one object of: outside them, two equal ints built apart are two
+# objects, and `tok is eos_token_id` is false for an eos sampled at run time (issue 38).
+SMALL_INTS = range(-5, 257)
+
+
+def identity_hint(eos: int, step: int) -> str:
+    """What a missed eos outside SMALL_INTS most likely means, in one sentence."""
+    return (
+        f"eos compared with `is`? {eos} sampled at step {step} was not recognised as eos "
+        "(an int outside -5..256 can equal eos_token_id without being the same object: "
+        "compare with ==)"
+    )
+
+
 @dataclass(frozen=True)
 class Transition:
     """One call: `schedule()`, `update()`, or `update() again`; `before` → `after`.

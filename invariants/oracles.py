@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.invariants.evidence import FINISHED, Evidence
+from schedcheck.invariants.evidence import FINISHED, SMALL_INTS, Evidence, identity_hint
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.trace import State, Step, Trace, show_schedule
 
@@ -37,11 +37,20 @@ def check_d1(ev: Evidence) -> Iterator[Violation]:
                     t.call,
                     f"{seq_id}'s output is {list(s.output)}"
                     + (" (finished)" if full else "")
-                    + f", but the model, with no scheduler at all, generates {list(want)}",
+                    + f", but the model, with no scheduler at all, generates {list(want)}"
+                    + _past_eos(s.output, want, eos, t.step),
                     (seq_id,),
                 )
     if ev.unconstrained is not None:
         yield from _never_preempting_twin(ev.trace, ev.unconstrained)
+
+
+def _past_eos(output: tuple[int, ...], want: tuple[int, ...], eos: int | None, step: int) -> str:
+    """The hint for an output that ran on past the model's eos, where the eos is an int
+    that `is` tells from its equal (`identity_hint`); "" otherwise."""
+    if eos is None or eos in SMALL_INTS or want[-1:] != (eos,):
+        return ""
+    return f": {identity_hint(eos, step)}" if output[: len(want)] == want else ""
 
 
 def _never_preempting_twin(trace: Trace, twin: Trace) -> Iterator[Violation]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.invariants.evidence import FINISHED, Evidence, Transition
+from schedcheck.invariants.evidence import FINISHED, SMALL_INTS, Evidence, Transition, identity_hint
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.trace import SeqState
 
@@ -140,13 +140,11 @@ def _update_accounting(ev: Evidence, t: Transition) -> Iterator[Violation]:
             now.output[-1] == eos or len(now.output) >= ev.requests[seq_id].max_tokens
         )
         if ends != (now.status == FINISHED):
-            reason = _finish_reason(ev, seq_id, now, eos)
             yield _a1(
                 t,
                 seq_id,
                 f"{seq_id} is {now.status} after update() with output {list(now.output)}, "
-                f"but {reason} (append the token first, then test "
-                "tok == eos_token_id or len(output) >= max_tokens)",
+                f"but {_finish_reason(ev, seq_id, now, eos, t.step)}",
             )
     yield from _finish_lists(t)
 
@@ -181,13 +179,20 @@ def _finish_lists(t: Transition) -> Iterator[Violation]:
         yield _a1(t, "", "update() changed num_preemptions; only schedule() preempts")
 
 
-def _finish_reason(ev: Evidence, seq_id: str, s: SeqState, eos: int | None) -> str:
+def _finish_reason(ev: Evidence, seq_id: str, s: SeqState, eos: int | None, step: int) -> str:
     max_tokens = ev.requests[seq_id].max_tokens
     if s.status == FINISHED:
-        return f"its last token is not eos ({eos}) and it has fewer than {max_tokens} tokens"
-    if s.output[-1] == eos:
-        return f"its last token is eos_token_id {eos}"
-    return f"it reached max_tokens = {max_tokens}"
+        reason = f"its last token is not eos ({eos}) and it has fewer than {max_tokens} tokens"
+    elif s.output[-1] == eos and eos not in SMALL_INTS:
+        return f"its last token is eos_token_id {eos}: {identity_hint(eos, step)}"
+    elif s.output[-1] == eos:
+        reason = f"its last token is eos_token_id {eos}"
+    else:
+        reason = f"it reached max_tokens = {max_tokens}"
+    return (
+        f"{reason} (append the token first, then test tok == eos_token_id or "
+        "len(output) >= max_tokens)"
+    )
 
 
 def _not_scheduled(t: Transition) -> str:

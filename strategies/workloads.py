@@ -31,14 +31,20 @@ def configs(draw: st.DrawFn) -> Config:
         block_size=draw(_ints(1, 8)),
         max_num_seqs=draw(_ints(1, 6)),
         max_num_batched_tokens=draw(_ints(1, 32)),
-        eos_token_id=draw(_EOS_IDS),
+        eos_token_id=draw(EOS_IDS),
     )
 
 
 # Strategies built once and reused: building one per draw costs more than the draw.
 _GAPS = st.one_of(st.just(0), st.integers(0, MAX_ARRIVAL_GAP))
-_EOS_IDS = st.one_of(st.none(), st.just(0), st.integers(1, 100))
-_NONE_OR_ZERO = st.one_of(st.none(), st.just(0))
+# eos ids past CPython's small-int cache (-5..256) too, as real vocabularies have them
+# (50256, 128001, 151643): only there is an eos the driver hands over equal to
+# eos_token_id without being the same object, and `tok is eos_token_id` wrong (issue 38).
+# A failure that needs a large id shrinks to 257, one that does not to the small ones.
+EOS_IDS = st.one_of(st.none(), st.just(0), st.integers(1, 100), st.integers(257, 200_000))
+# The token model's vocabulary: ordinary tokens from 0..vocab_size; shrinks to 100.
+_VOCABS = st.sampled_from([100, 32_000, 151_936])
+_STORM_EOS = st.one_of(st.none(), st.just(0), st.integers(257, 200_000))
 _EOS_RATES = st.sampled_from([0, 20, 300, 1000])
 _SEEDS = st.integers(0, 2**16)
 _BOOLEANS = st.booleans()
@@ -68,7 +74,8 @@ def prompt_lens(block_size: int, most: int) -> st.SearchStrategy[int]:
 # schemes, and each request draws an offset of its own: the k-th to arrive is named
 # scheme(k + 10 * offset), distinct for any offsets since k <= MAX_REQUESTS < 10. Drawn
 # per request, a name is deleted with its request when shrinking, which goes to a1, a2, ...
-# Each scheme maps k = 1, 2, ... to distinct names (up to k = 90 at least).
+# Each scheme maps k = 1, 2, ... to distinct names (up to k = 90 at least); workloads of
+# more requests space the offsets wider and leave out the scheme that stops at 'a'.
 NAMINGS: tuple[tuple[str, Callable[[int], str]], ...] = (
     ("a<k>", lambda k: f"a{k}"),
     ("numeric", lambda k: str(k + 7)),  # 8, 9, 10, 11: '10' sorts before '8'
@@ -78,28 +85,29 @@ NAMINGS: tuple[tuple[str, Callable[[int], str]], ...] = (
 )
 REVERSED = NAMINGS[2][1]  # the exhaustive scopes' names: no state added, sorted reversed
 _NAMINGS = st.sampled_from([name for _, name in NAMINGS])
+# The schemes that name any number of requests (reverse letters stop at 'a').
+_SCALING_NAMINGS = st.sampled_from([name for _, name in NAMINGS if name is not REVERSED])
 _OFFSETS = st.integers(0, MAX_REQUESTS)
 _KEYS = st.integers(0, 2**16)  # a request's own token stream (TokenModel.keys)
 
 
-# A request's forced eos: none (two times in three) or at one position of its output.
-_EOS_POSITION = st.one_of(st.none(), st.none(), st.integers(0, MAX_TOKENS - 1))
-
-
 @functools.cache
 def _request(
-    capacity: int, block_size: int, max_prompt: int
+    capacity: int, block_size: int, max_prompt: int, longest: int = MAX_TOKENS
 ) -> st.SearchStrategy[tuple[int, int, int, int, int, int | None]]:
     """One request's draws, all of them (so that shrinking deletes a request whole): its
-    name's offset, max_tokens, prompt_len, arrival gap, token key and forced eos."""
+    name's offset, max_tokens (up to `longest`), prompt_len, arrival gap, token key and
+    forced eos."""
+    # A request's forced eos: none (two times in three) or at one position of its output.
+    eos_positions = st.one_of(st.none(), st.none(), _ints(0, longest - 1))
 
     @st.composite
     def one(draw: st.DrawFn) -> tuple[int, int, int, int, int, int | None]:
         offset = draw(_OFFSETS)
-        max_tokens = draw(_ints(1, min(MAX_TOKENS, capacity)))
+        max_tokens = draw(_ints(1, min(longest, capacity)))
         most = min(max_prompt, capacity - max_tokens + 1)
         prompt_len = draw(prompt_lens(block_size, most))
-        gap, key, eos = draw(_GAPS), draw(_KEYS), draw(_EOS_POSITION)
+        gap, key, eos = draw(_GAPS), draw(_KEYS), draw(eos_positions)
         return offset, max_tokens, prompt_len, gap, key, eos
 
     return one()
@@ -112,18 +120,20 @@ def requests(
     min_count: int,
     max_count: int,
     max_prompt: int = MAX_PROMPT,
+    longest: int = MAX_TOKENS,
 ) -> tuple[tuple[Request, ...], TokenModel]:
     """Feasible requests in arrival order (each fits the pool alone), named by a scheme of
     NAMINGS (their sorted order need not be arrival order), most arriving at step 1; and
     the token model, whose per-request keys and forced eos are drawn with each request."""
     capacity = config.num_blocks * config.block_size  # the most KV tokens one may hold
-    one = _request(capacity, config.block_size, max_prompt)
+    one = _request(capacity, config.block_size, max_prompt, longest)
     parts = [draw(one) for _ in range(draw(_ints(min_count, max_count)))]
-    naming = draw(_NAMINGS)
+    naming = draw(_NAMINGS if max_count <= MAX_REQUESTS else _SCALING_NAMINGS)
+    spacing = 10 ** len(str(max_count))  # k + spacing * offset: distinct for any offsets
     out, keys, eos_at = [], [], []
     arrival = 1
     for k, (offset, max_tokens, prompt_len, gap, key, eos) in enumerate(parts, start=1):
-        name = naming(k + 10 * offset)
+        name = naming(k + spacing * offset)
         arrival += gap
         out.append(Request(name, prompt_len, max_tokens, arrival))
         keys.append((name, key))
@@ -131,6 +141,7 @@ def requests(
             eos_at.append((name, eos))
     model = TokenModel(
         seed=draw(_SEEDS),
+        vocab_size=draw(_VOCABS),
         eos_per_mille=draw(_EOS_RATES),
         eos_at=tuple(sorted(eos_at)),
         keys=tuple(keys),
@@ -143,7 +154,7 @@ def workloads(draw: st.DrawFn, min_requests: int = 1, max_requests: int = MAX_RE
     """A feasible workload: a config, requests that fit it, and a token model."""
     config = draw(configs())
     reqs, model = draw(requests(config, min_requests, max_requests))
-    return Workload(config, reqs, model, reupdate=draw(_BOOLEANS))
+    return Workload(config, reqs, model, reupdate=draw(_BOOLEANS), omit_defaults=draw(_BOOLEANS))
 
 
 @st.composite
@@ -155,10 +166,10 @@ def storms(draw: st.DrawFn) -> Workload:
         block_size=draw(_ints(1, 2)),
         max_num_seqs=draw(_ints(2, 6)),
         max_num_batched_tokens=draw(_SMALL_BUDGETS),
-        eos_token_id=draw(_NONE_OR_ZERO),
+        eos_token_id=draw(_STORM_EOS),
     )
     reqs, model = draw(requests(config, 3, MAX_REQUESTS, max_prompt=3))
-    return Workload(config, reqs, model)
+    return Workload(config, reqs, model, omit_defaults=draw(_BOOLEANS))
 
 
 def any_workloads() -> st.SearchStrategy[Workload]:
@@ -170,8 +181,9 @@ def any_workloads() -> st.SearchStrategy[Workload]:
     return _ANY
 
 
-def fixed_sample(size: int) -> list[Workload]:
-    """The same `size` workloads on every call, on every machine (derandomized draws)."""
+def fixed_sample(size: int, strategy: st.SearchStrategy[Workload] | None = None) -> list[Workload]:
+    """The same `size` workloads of `strategy` (by default `any_workloads`) on every call, on
+    every machine (derandomized draws)."""
     found: list[Workload] = []
 
     @settings(
@@ -182,7 +194,7 @@ def fixed_sample(size: int) -> list[Workload]:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(any_workloads())
+    @given(any_workloads() if strategy is None else strategy)
     def collect(workload: Workload) -> None:
         found.append(workload)
 

@@ -23,6 +23,7 @@ SCHEDULER_ARGS = (
     "sample_fn",
     "eos_token_id",
 )
+DEFAULTS: dict[str, dict[str, object]] = {"Scheduler": {"eos_token_id": None}}
 
 
 def contract_problems(module: ModuleType) -> list[str]:
@@ -52,7 +53,20 @@ def _class(module: ModuleType, name: str, args: tuple[str, ...]) -> tuple[Any, l
     missing = [a for a in args if a not in params and not takes_kwargs]
     if missing:
         return None, [f"{name}(...) must accept the keyword arguments {', '.join(missing)}"]
-    return cls, []
+    # A caller may leave out an argument the contract gives a default (the driver does).
+    wrong = [
+        f"{name}(...)'s {arg} must default to {default!r}, as the contract says (a caller may "
+        f"leave it out), but {_default(params[arg])}"
+        for arg, default in DEFAULTS.get(name, {}).items()
+        if arg in params and params[arg].default is not default
+    ]
+    return cls, wrong
+
+
+def _default(param: inspect.Parameter) -> str:
+    if param.default is param.empty:
+        return "it has no default"
+    return f"its default is {show(param.default)}"
 
 
 def _sequence_problems(module: ModuleType) -> list[str]:

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from schedcheck.faults import CheckerError, Failure
 from schedcheck.invariants.liveness import liveness_bound
@@ -25,6 +25,7 @@ from schedcheck.model.trace import Sample, SeqState, State, Step, Trace, Update
 from schedcheck.model.workload import Request, Script, Workload
 
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
 STATUS_NAMES = frozenset({"WAITING", "RUNNING", "FINISHED"})
 
@@ -40,6 +41,19 @@ def show(value: object, limit: int = 80) -> str:
     except Exception:  # its __repr__ is the implementation's code
         text = f"<{type(value).__name__} with a broken repr>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def unshared(value: _V) -> _V:
+    """An equal value that is not the same object as `value` wherever CPython allows it
+    (every str longer than one character, every int outside the small-int cache -5..256):
+    what the implementation is handed, so that code comparing two of them with `is` (an eos
+    sampled by `sample_fn` and the `eos_token_id` it was given, two seq_ids) fails here as
+    it would in an engine, where they come from different places (issue 38)."""
+    if isinstance(value, int) and type(value) is int:
+        return cast(_V, (value + 1) - 1)  # a new int object
+    if isinstance(value, str) and type(value) is str and len(value) > 1:
+        return cast(_V, value[:1] + value[1:])  # a new str object
+    return value
 
 
 def plain_int(value: object, what: str) -> int:
@@ -75,7 +89,7 @@ class Recorder:
             raise
         try:
             self.samples.append(Sample(seq_id, computed, tokens))
-            return self.model.next_token(seq_id, output, self.eos)
+            return unshared(self.model.next_token(seq_id, output, self.eos))
         except Exception as e:  # the token model is ours: never the submission's fault
             self.internal = self.internal or e
             raise
@@ -97,15 +111,22 @@ def read(obj: Any, name: str, owner: str) -> Any:
 
 
 def read_output(seq: Any, seq_id: str) -> tuple[int, ...]:
-    output = read(seq, "output", seq_id)
+    return copy_output(read(seq, "output", seq_id), seq_id)
+
+
+def copy_output(output: object, seq_id: str) -> tuple[int, ...]:
     if type(output) is not list:
         raise ContractError(
             f"{seq_id}.output must be a list, got {type(output).__name__} {show(output)}"
         )
     copied = tuple(output)
-    for token in copied:
-        plain_int(token, f"every token in {seq_id}.output")
+    if not _INT_ONLY.issuperset(map(type, copied)):  # one pass in C: this is the hot path
+        for token in copied:
+            plain_int(token, f"every token in {seq_id}.output")
     return copied
+
+
+_INT_ONLY = frozenset({int})
 
 
 class Driver:
@@ -116,17 +137,20 @@ class Driver:
         self.workload = workload
         self.seqs: dict[str, Any] = {}  # the implementation's Sequence objects, by id
         self.ids_by_obj: dict[int, str] = {}  # id(object) -> seq_id; seqs keeps them alive
+        self.status_names: dict[int, tuple[object, str]] = {}  # id(member) -> member, name
         self.recorder = Recorder(workload, self.ids_by_obj)
         config = workload.config
-        self.sched = self.call(
-            impl.Scheduler,
-            num_blocks=config.num_blocks,
-            block_size=config.block_size,
-            max_num_seqs=config.max_num_seqs,
-            max_num_batched_tokens=config.max_num_batched_tokens,
-            sample_fn=self.recorder,
-            eos_token_id=config.eos_token_id,
-        )
+        arguments: dict[str, Any] = {
+            "num_blocks": unshared(config.num_blocks),
+            "block_size": unshared(config.block_size),
+            "max_num_seqs": unshared(config.max_num_seqs),
+            "max_num_batched_tokens": unshared(config.max_num_batched_tokens),
+            "sample_fn": self.recorder,
+            "eos_token_id": unshared(config.eos_token_id),
+        }
+        for name in workload.omitted():  # at the contract's default: a caller may leave it out
+            del arguments[name]
+        self.sched = self.call(impl.Scheduler, **arguments)
 
     def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         """`function(*args, **kwargs)`, a call into the implementation: whatever it raises is
@@ -149,7 +173,10 @@ class Driver:
 
     def new_sequence(self, seq_id: str, prompt_len: int, max_tokens: int) -> Any:
         seq = self.call(
-            self.impl.Sequence, seq_id=seq_id, prompt_len=prompt_len, max_tokens=max_tokens
+            self.impl.Sequence,
+            seq_id=unshared(seq_id),
+            prompt_len=unshared(prompt_len),
+            max_tokens=unshared(max_tokens),
         )
         self.seqs[seq_id] = seq
         self.ids_by_obj[id(seq)] = seq_id
@@ -219,20 +246,45 @@ class Driver:
         )
 
     def _seq_state(self, seq_id: str, seq: Any) -> SeqState:
-        status = read(seq, "status", seq_id)
+        # Every sequence, at every call: the run's hot path, so the reads are inlined (what
+        # `read` and `plain_int` do, in their order) rather than a call each.
+        field = "status"
+        try:
+            status = seq.status
+            field = "num_computed"
+            computed = seq.num_computed
+            field = "num_tokens"
+            tokens = seq.num_tokens
+            field = "num_blocks"
+            blocks = seq.num_blocks
+            field = "output"
+            output = seq.output
+        except (Exception, SystemExit) as e:
+            raise ContractError(f"reading {seq_id}.{field} {describe(e, None)}") from None
+        for value, what in (
+            (computed, "num_computed"),
+            (tokens, "num_tokens"),
+            (blocks, "num_blocks"),
+        ):
+            if type(value) is not int:
+                plain_int(value, f"{seq_id}.{what}")
+        name = self._status(seq_id, status)
+        return SeqState(name, computed, tokens, blocks, copy_output(output, seq_id))
+
+    def _status(self, seq_id: str, status: object) -> str:
+        """The member's name; read once per member (members are singletons, kept alive in
+        the cache, so that their ids stay theirs)."""
+        known = self.status_names.get(id(status))
+        if known is not None and known[0] is status:
+            return known[1]
         name = read(status, "name", f"{seq_id}.status") if isinstance(status, enum.Enum) else None
         if type(name) is not str or name not in STATUS_NAMES:
             raise ContractError(
                 f"{seq_id}.status must be a SequenceStatus member named WAITING, RUNNING or "
                 f"FINISHED, got {show(status)}"
             )
-        return SeqState(
-            name,
-            plain_int(read(seq, "num_computed", seq_id), f"{seq_id}.num_computed"),
-            plain_int(read(seq, "num_tokens", seq_id), f"{seq_id}.num_tokens"),
-            plain_int(read(seq, "num_blocks", seq_id), f"{seq_id}.num_blocks"),
-            read_output(seq, seq_id),
-        )
+        self.status_names[id(status)] = (status, name)
+        return name
 
 
 OnCall = Callable[[int, str], None]
@@ -309,12 +361,15 @@ def run(
     """
     bound = liveness_bound(workload) if max_steps is None else max_steps
     arrivals = workload.arrivals()
+    max_tokens = workload.max_tokens()
 
     def body(calls: _Calls) -> None:
         steps = calls.steps
         for number in range(1, bound + 1):
             if steps and number > workload.last_arrival() and _all_finished(steps[-1]):
                 break
+            if steps and steps[-1].last().overrun(max_tokens):
+                break  # it failed already; each step more grows an output up to the bound
             arrived = arrivals.get(number, [])
             for request in arrived:
                 calls.add(number, request)
@@ -339,6 +394,7 @@ def play(
     `on_step` is told of each step once it is complete (when the next one begins: an
     ["again"] may still change it); the steps after the last one told are in the trace."""
     requests = {r.seq_id: r for r in workload.requests}
+    max_tokens = workload.max_tokens()
 
     def body(calls: _Calls) -> None:
         steps = calls.steps
@@ -351,6 +407,8 @@ def play(
 
         def finished() -> bool:
             pending = any(r.arrival > len(steps) for r in workload.requests)
+            if steps and steps[-1].last().overrun(max_tokens):
+                return True  # it failed already, as in run()
             return bool(steps) and not pending and _all_finished(steps[-1])
 
         for op, *args in script:

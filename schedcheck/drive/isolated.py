@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import json
 import os
 import shutil
 import tempfile
@@ -95,7 +94,7 @@ class Isolated(Sandbox):
         self._out.take()
         self.where = (0, "Scheduler()")
         try:
-            self._send(calls, workload=json.loads(workload.to_json()), **command)
+            self._send(calls, workload=workload.to_dict(), **command)
         except Unread as e:
             self.output = ""
             return Trace(workload, (), e.failure), meanwhile()

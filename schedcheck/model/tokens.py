@@ -23,6 +23,11 @@ def _mix(h: int, x: int) -> int:
     return h ^ (h >> 29)
 
 
+# Per (seed, key): the last history mixed and its hash (TokenModel._chain); a cache only.
+_LAST: dict[tuple[int, int], tuple[tuple[int, ...], int]] = {}
+_LAST_SIZE = 4096
+
+
 @dataclass(frozen=True)
 class TokenModel:
     """Which token a sequence samples next.
@@ -59,9 +64,7 @@ class TokenModel:
             return 100 * int(seq_id[1:]) + position
         if eos_token_id is not None and (seq_id, position) in self.eos_at:
             return eos_token_id
-        h = _mix(_mix(self.seed, self._key(seq_id)), position)
-        for token in history:
-            h = _mix(h, token)
+        h = _mix(self._chain(seq_id, history), position)
         if eos_token_id is not None and (h >> 32) % 1000 < self.eos_per_mille:
             return eos_token_id
         token = h % self.vocab_size
@@ -77,11 +80,41 @@ class TokenModel:
                 break
         return tuple(output)
 
+    def _chain(self, seq_id: str, history: tuple[int, ...]) -> int:
+        """The seed, the sequence's key and its history mixed in order. A run asks for each
+        sequence's history one token longer than the last time: that is one mix, not one
+        per token so far (outputs of hundreds of tokens, the larger stage's, would cost the
+        square)."""
+        start = (self.seed, self._key(seq_id))
+        last = _LAST.get(start)
+        if last is not None and history[:-1] == last[0]:
+            h = _mix(last[1], history[-1]) if history else last[1]
+        elif last is not None and history == last[0]:
+            h = last[1]
+        else:
+            h = _mix(*start)
+            for token in history:
+                h = _mix(h, token)
+        if len(_LAST) > _LAST_SIZE:
+            _LAST.clear()
+        _LAST[start] = (history, h)
+        return h
+
     def _key(self, seq_id: str) -> int:
         for name, key in self.keys:  # a handful of requests: a scan beats building a dict
             if name == seq_id:
                 return key
         return zlib.crc32(seq_id.encode())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "vocab_size": self.vocab_size,
+            "eos_per_mille": self.eos_per_mille,
+            "eos_at": [list(pair) for pair in self.eos_at],
+            "keys": [list(pair) for pair in self.keys],
+            "spec": self.spec,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TokenModel:

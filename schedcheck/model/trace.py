@@ -40,6 +40,11 @@ class State:
     blocks_used: int
     num_preemptions: int
 
+    def overrun(self, max_tokens: dict[str, int]) -> bool:
+        """Whether some sequence's output is longer than its `max_tokens`: it missed its
+        end (A1 at the update() that reached it), and every step after only grows it."""
+        return any(len(s.output) > max_tokens[k] for k, s in self.seqs.items())
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "seqs": {k: list(v) for k, v in self.seqs.items()},
@@ -153,7 +158,7 @@ class Trace:
     def to_json(self) -> str:
         return json.dumps(
             {
-                "workload": json.loads(self.workload.to_json()),
+                "workload": self.workload.to_dict(),
                 "steps": [step.to_dict() for step in self.steps],
                 "failure": None if self.failure is None else vars(self.failure),
             }

@@ -8,7 +8,7 @@ counterexample can be saved, replayed and read.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schedcheck.model.tokens import TokenModel
@@ -49,13 +49,16 @@ class Workload:
     """A config, the requests in arrival order, and the model that samples their tokens.
 
     `reupdate` makes the driver call `update()` a second time at every step: it must
-    return [] and change nothing (spec, `update()`).
+    return [] and change nothing (spec, `update()`). `omit_defaults` makes it leave out
+    the constructor's arguments whose value is the contract's default (`eos_token_id=None`),
+    as a caller may.
     """
 
     config: Config
     requests: tuple[Request, ...]
     model: TokenModel = field(default_factory=TokenModel)
     reupdate: bool = False
+    omit_defaults: bool = False
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -71,6 +74,13 @@ class Workload:
                 )
             seen.add(request.seq_id)
             last_arrival = request.arrival
+
+    def omitted(self) -> tuple[str, ...]:
+        """The constructor's arguments the driver leaves out (at the contract's default)."""
+        return ("eos_token_id",) if self.omit_defaults and self.config.eos_token_id is None else ()
+
+    def max_tokens(self) -> dict[str, int]:
+        return {r.seq_id: r.max_tokens for r in self.requests}
 
     def arrivals(self) -> dict[int, list[Request]]:
         """The requests the driver adds at the start of each step, in arrival order."""
@@ -104,8 +114,18 @@ class Workload:
         config = replace(self.config, num_blocks=max(total, self.config.num_blocks))
         return replace(self, config=config)
 
+    def to_dict(self) -> dict[str, Any]:
+        """What `asdict` gives, built directly (a run sends its workload to the worker)."""
+        return {
+            "config": dict(vars(self.config)),
+            "requests": [dict(vars(r)) for r in self.requests],
+            "model": self.model.to_dict(),
+            "reupdate": self.reupdate,
+            "omit_defaults": self.omit_defaults,
+        }
+
     def to_json(self, indent: int | None = 1) -> str:
-        return json.dumps(asdict(self), indent=indent)
+        return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Workload:
@@ -115,6 +135,7 @@ class Workload:
             requests=tuple(Request(**r) for r in data["requests"]),
             model=TokenModel.from_dict(model),
             reupdate=bool(data.get("reupdate", False)),
+            omit_defaults=bool(data.get("omit_defaults", False)),
         )
 
     @classmethod

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import HealthCheck, find, settings
+from hypothesis.strategies import SearchStrategy
 
 from schedcheck.drive.isolated import Isolated
 from schedcheck.model.workload import Workload
@@ -45,15 +46,22 @@ class Caught:
         return len(self.workload.requests)
 
 
-def hunt(path: Path, limits: Limits | None = None, search: settings = SEARCH) -> Caught:
-    """Find and shrink a failing workload for the submission at `path`.
+def hunt(
+    path: Path,
+    limits: Limits | None = None,
+    search: settings = SEARCH,
+    workloads: SearchStrategy[Workload] | None = None,
+) -> Caught:
+    """Find and shrink a failing workload for the submission at `path`, among `workloads`
+    (by default the properties stage's).
 
     Raises hypothesis.errors.NoSuchExample if none of the search's workloads fails.
     """
     worker = Isolated(path, limits or Limits(call_timeout=0.5))
     start = time.monotonic()
     try:
-        workload = find(any_workloads(), lambda w: not verify(worker, w).ok, settings=search)
+        searched = any_workloads() if workloads is None else workloads
+        workload = find(searched, lambda w: not verify(worker, w).ok, settings=search)
         verdict = verify(worker, workload)
     finally:
         worker.stop()

@@ -48,7 +48,8 @@ def describe_workload(workload: Workload) -> str:
             f"eos_per_mille={m.eos_per_mille} eos_at={list(m.eos_at)}"
             + (f" keys={dict(m.keys)}" if any(k for _, k in m.keys) else "")
         )
-        + ("; update() is called twice per step" if workload.reupdate else ""),
+        + ("; update() is called twice per step" if workload.reupdate else "")
+        + "".join(f"; Scheduler() is called without {name}" for name in workload.omitted()),
     ]
     return "\n".join(lines)
 

@@ -15,6 +15,7 @@ from schedcheck import scheduler
 from schedcheck.drive.driver import run
 from schedcheck.invariants.checks import check_trace
 from schedcheck.invariants.liveness import liveness_bound
+from schedcheck.model.tokens import TokenModel
 from schedcheck.model.trace import SeqState, Trace
 from schedcheck.model.workload import Request, Workload
 from tests.workloads import EOS_SECOND, EXAMPLES
@@ -163,3 +164,79 @@ def test_constructor_failure_is_reported_before_step_one() -> None:
         raise TypeError("unexpected keyword argument 'num_blocks'")
 
     assert failure_of(patched(__init__=init))[:2] == (0, "Scheduler()")
+
+
+def test_what_the_implementation_is_handed_is_equal_but_never_the_same_object() -> None:
+    """An eos sampled by sample_fn and the eos_token_id the constructor got are two int
+    objects, as in an engine; so are the seq_id it was given and the workload's (issue 38)."""
+    seen: dict[str, list[Any]] = {"eos": [], "tokens": [], "ids": []}
+
+    def init(self: Any, **kwargs: Any) -> None:
+        seen["eos"].append(kwargs["eos_token_id"])
+        scheduler.Scheduler.__init__(self, **kwargs)
+
+    def add(self: Any, seq: Any) -> None:
+        seen["ids"].append(seq.seq_id)
+        scheduler.Scheduler.add(self, seq)
+
+    def sampling(self: Any) -> list[Any]:
+        sample = self.sample_fn
+        self.sample_fn = lambda seq: seen["tokens"].append(sample(seq)) or seen["tokens"][-1]
+        return scheduler.Scheduler.update(self)  # type: ignore[no-any-return]
+
+    eos = 50256
+    large = workload_with_eos(eos)
+    trace = run(patched(__init__=init, add=add, update=sampling), large)
+    assert trace.failure is None and trace.final() is not None
+    assert seen["eos"] == [eos] and seen["eos"][0] is not large.config.eos_token_id
+    sampled_eos = [t for t in seen["tokens"] if t == eos]
+    assert sampled_eos and all(t is not seen["eos"][0] for t in sampled_eos)
+    names = {r.seq_id: r.seq_id for r in large.requests}
+    assert seen["ids"] == list(names) and all(s is not names[s] for s in seen["ids"])
+
+
+def workload_with_eos(eos: int) -> Workload:
+    """Two long-named requests, each sampling `eos` as its second token."""
+    model = TokenModel(eos_at=(("req-1", 1), ("req-2", 1)))
+    return replace(
+        EX1,
+        config=replace(EX1.config, eos_token_id=eos),
+        requests=(Request("req-1", 3, 4), Request("req-2", 2, 4)),
+        model=model,
+    )
+
+
+def test_a_default_argument_is_left_out_where_the_workload_says() -> None:
+    """eos_token_id=None is the contract's default: a caller may leave it out, and a
+    scheduler whose default is another value (0 here) runs as if eos were 0."""
+    got: list[dict[str, Any]] = []
+
+    def init(self: Any, **kwargs: Any) -> None:
+        got.append(kwargs)
+        scheduler.Scheduler.__init__(self, **{"eos_token_id": 0, **kwargs})
+
+    zeros = replace(EX1, model=TokenModel(vocab_size=1))  # every token is 0
+    for omit in (False, True):
+        run(patched(__init__=init), replace(zeros, omit_defaults=omit))
+    assert "eos_token_id" in got[0] and "eos_token_id" not in got[1]
+    wrong_default = run(patched(__init__=init), replace(zeros, omit_defaults=True))
+    assert wrong_default.failure is None
+    assert [v.check for v in check_trace(wrong_default)][:1] == ["A1"]  # a token 0 ended one
+    assert not check_trace(run(scheduler, replace(zeros, omit_defaults=True)))
+
+
+def test_a_run_ends_once_an_output_runs_past_its_max_tokens() -> None:
+    """It failed A1 already; each step more would grow the output to the liveness bound.
+    L1 then says nothing: A1 names the end that was missed."""
+
+    def ends(self: Any, seq: Any, token: int) -> bool:
+        return len(seq.output) > seq.max_tokens + 5  # the bug: it runs on past max_tokens
+
+    # a2 arrives late: the liveness bound is far beyond where a1 runs past its end
+    one = replace(EX1, requests=(Request("a1", 3, 4), Request("a2", 1, 1, arrival=30)))
+    trace = run(patched(_ends=ends), one)
+    assert trace.failure is None
+    assert len(trace.steps) < liveness_bound(one)
+    assert len(trace.final().seqs["a1"].output) == 5  # type: ignore[union-attr]
+    fired = [v.check for v in check_trace(trace)]
+    assert fired[0] == "A1" and "L1" not in fired

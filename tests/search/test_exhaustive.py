@@ -22,7 +22,13 @@ from tests.catalogue import standalone
 from tests.helpers import ROOT
 from tests.suite.test_mutants_found import expected_checks
 
-MUTANTS = sorted((ROOT / "tests" / "mutants").glob("*.py"))
+# A mutant whose bug needs what every scope holds fixed (an eos id past 256, a hundred
+# requests) says so in its docstring: the larger stage and the random search find those.
+MUTANTS = sorted(
+    p
+    for p in (ROOT / "tests" / "mutants").glob("*.py")
+    if "Outside the exhaustive scopes" not in p.read_text()
+)
 EQUIVALENTS = sorted((ROOT / "tests" / "equivalents").glob("*.py"))
 HANGS = {"infinite_loop_full_house"}
 CHUNKS = 4

@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from schedcheck import faults
@@ -23,7 +24,8 @@ from schedcheck.cli.main import main
 from schedcheck.invariants.catalogue import IDS
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.hunt import SEARCH, hunt
-from tests.catalogue import standalone
+from schedcheck.strategies.large import big, long
+from tests.catalogue import found_by_the_larger_stage, standalone
 from tests.helpers import ROOT, rotation_day
 
 MUTANTS = ROOT / "tests" / "mutants"
@@ -31,8 +33,15 @@ NAMES = sorted(p.stem for p in MUTANTS.glob("*.py"))
 CHECK_IDS = set(IDS)
 # What only the checker's own faults print: none of it may appear in a mutant's FAIL.
 OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself failed")
+
+
 # A hang costs a call timeout per shrinking step (35 s): only in the costly run.
-_QUICK = [name for name in NAMES if name != "infinite_loop_full_house"]
+# So does a larger stage's shrinking (about 40 s): those too only in the costly run.
+_QUICK = [
+    name
+    for name in NAMES
+    if name != "infinite_loop_full_house" and not found_by_the_larger_stage(MUTANTS / f"{name}.py")
+]
 ROTATING = {_QUICK[(3 * rotation_day() + k) % len(_QUICK)] for k in range(3)}
 
 
@@ -54,9 +63,21 @@ def test_catalogue_has_at_least_25_mutants() -> None:
 HANGS = {"infinite_loop_full_house": Limits(call_timeout=0.25)}
 
 
+# The larger stage's search, as `check` runs it (without its shrinking, which costs a run
+# of hundreds of steps per candidate): the first failing workload of 40.
+LARGER = settings(SEARCH, max_examples=40, phases=[Phase.generate])
+
+
 @pytest.mark.parametrize("mutant", NAMES)
 def test_mutant_is_caught_by_the_check_it_names(mutant: str) -> None:
     path = MUTANTS / f"{mutant}.py"
+    if found_by_the_larger_stage(path):
+        workloads = st.one_of(big(), long())
+        caught = hunt(standalone(path), HANGS.get(mutant), LARGER, workloads)
+        assert caught.check in expected_checks(path), caught.verdict.report()
+        with pytest.raises(NoSuchExample):  # and the ordinary search does not
+            hunt(standalone(path), search=settings(SEARCH, max_examples=300))
+        return
     caught = hunt(standalone(path), HANGS.get(mutant))
     assert caught.check in expected_checks(path), caught.verdict.report()
     assert caught.requests <= 4, caught.verdict.report()
