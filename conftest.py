@@ -2,9 +2,10 @@
 what only this repository's tests need (the `costly`, `redis`, `nanovllm`, `registry` and
 `vllm` markers).
 
-Installed (`pip install -e .`), pytest loads the plugin through its entry point before it
-reads the command line, which `--impl /any/absolute/path` needs; named here as well, it
-also works in a checkout that was not installed.
+A checkout is installed before its tests run (`pip install -e .`, the README's first
+command): pytest then loads the plugin through its entry point before it reads the command
+line, which `--impl /any/absolute/path` needs. Named here too, it is found registered
+already (pyproject.toml names the entry point like the module) and not loaded twice.
 """
 
 from __future__ import annotations

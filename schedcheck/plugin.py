@@ -36,6 +36,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -48,12 +50,13 @@ from schedcheck import layout
 from schedcheck.drive.impl import Implementation, open_impl
 from schedcheck.drive.loader import REFERENCE
 from schedcheck.faults import SubmissionError, best, verdict_checks
-from schedcheck.sandbox.process import Limits
+from schedcheck.sandbox.process import DEFAULT_CALL_TIMEOUT, DEFAULT_MEMORY_MB, Limits
 from schedcheck.search import profiles
 
 OUTCOMES = "SCHEDCHECK_OUTCOMES"
 CHECKED = "SCHEDCHECK_CONTRACT_CHECKED"  # the file whose contract the caller has checked
 ISOLATION = pytest.StashKey[str]()
+ACTIVE = pytest.StashKey[bool]()  # set in schedcheck's run only: elsewhere no hook acts
 
 IN_PROCESS = "--schedcheck-in-process"
 CALL_TIMEOUT = "--schedcheck-call-timeout"
@@ -88,25 +91,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         CALL_TIMEOUT,
         type=float,
-        default=2.0,
+        default=DEFAULT_CALL_TIMEOUT,
         metavar="S",
-        help="seconds for one schedule()/update() (default 2)",
+        help=f"seconds for one schedule()/update() (default {DEFAULT_CALL_TIMEOUT:g})",
     )
     group.addoption(
         MEMORY_MB,
         type=int,
-        default=1024,
+        default=DEFAULT_MEMORY_MB,
         metavar="MB",
-        help="memory cap of the worker (default 1024)",
+        help=f"memory cap of the worker (default {DEFAULT_MEMORY_MB})",
     )
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, object, object]:
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, object, object]:
     """Accept the options' old spellings, each that nothing else declares: after the initial
     conftests (a course's options are known by then; declaring ours first would make theirs
     fail to register), before pytest parses the command line for good."""
     loaded = yield
+    if not _named_or_own(early_config, args):
+        return loaded  # another project's run: no option but the prefixed ones
     group = parser.getgroup("schedcheck")
     for old, (new, how) in RENAMED.items():
         if _declared(parser, old):
@@ -115,6 +122,13 @@ def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, obje
         hidden = argparse.SUPPRESS  # no help line, and no default over the new option's
         group.addoption(old, dest=dest, action=_Renamed, default=hidden, help=hidden, **how)
     return loaded
+
+
+def _named_or_own(config: pytest.Config, args: list[str]) -> bool:
+    """Before the command line is parsed: whether it names an implementation (`--impl`,
+    SCHEDCHECK_IMPL) or this is a checkout's own run."""
+    named = any(a == "--impl" or a.startswith("--impl=") for a in args)
+    return named or bool(os.environ.get("SCHEDCHECK_IMPL")) or _a_checkouts_run(config)
 
 
 def _declared(parser: pytest.Parser, option: str) -> bool:
@@ -161,8 +175,10 @@ def pytest_configure(config: pytest.Config) -> None:
     where = config.getoption("--impl")
     if where == REFERENCE and not _a_checkouts_run(config):
         return  # not schedcheck's run: add nothing to it
+    config.stash[ACTIVE] = True
     if where != REFERENCE:
         _add_the_suite(config)
+        _keep_the_stages_order(config)
     try:
         profiles.register(where, os.environ.get(profiles.URL))
     except profiles.DatabaseError as e:
@@ -229,19 +245,41 @@ def _a_checkouts_run(config: pytest.Config) -> bool:
 
 def _add_the_suite(config: pytest.Config) -> None:
     """schedcheck's properties join a run that did not name its paths (testpaths or the
-    current folder), unless they are in it already (a checkout's own run, or a run whose
-    paths hold them)."""
+    current folder), unless they are in it already (a run whose paths hold them). In a
+    checkout they are the run: its testpaths are schedcheck's own self-checks, none of
+    which is about the file (issue 37)."""
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         return
-    if _a_checkouts_run(config):
-        return  # the checkout's testpaths hold the suite already
     suite = layout.SUITE.resolve()
+    if _a_checkouts_run(config):
+        config.args[:] = [str(suite)]
+        return
     here = config.invocation_params.dir
     for arg in config.args:
         path = (here / arg.split("::")[0]).resolve()
         if path == suite or path in suite.parents or suite in path.parents:
             return
     config.args.append(str(suite))
+
+
+def _keep_the_stages_order(config: pytest.Config) -> None:
+    """A plain `pytest --impl` run gives way as `check` does (schedcheck/suite/holds.py):
+    once an earlier stage's test found a failure, a later stage's tests are skipped, so
+    the verdict comes as soon as check's. In the controller, before xdist starts its
+    workers: they inherit the environment. `check` sets its own."""
+    holds = _holds()
+    if hasattr(config, "workerinput") or os.environ.get(holds.FOUND):
+        return
+    found = tempfile.mkdtemp(prefix="schedcheck-found-")
+    config.add_cleanup(lambda: shutil.rmtree(found, ignore_errors=True))
+    os.environ[holds.FOUND] = found
+    os.environ[holds.ORDER] = " ".join(holds.STAGE_FILES)
+
+    def forget() -> None:
+        os.environ.pop(holds.FOUND, None)
+        os.environ.pop(holds.ORDER, None)
+
+    config.add_cleanup(forget)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -263,8 +301,10 @@ def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Under `schedcheck check`, a test whose stage must give way is skipped before it starts
-    (schedcheck/suite/holds.py; no effect otherwise)."""
+    """In schedcheck's run, a test whose stage must give way is skipped before it starts
+    (schedcheck/suite/holds.py); in any other run, nothing."""
+    if not item.config.stash.get(ACTIVE, False):
+        return
     holds = _holds()
     holds.running(item.path.name, item.nodeid)
     holds.give_way()
@@ -278,6 +318,8 @@ def pytest_runtest_makereport(
     or ours (None), where the exception is still at hand: under xdist only the report
     travels to the controller."""
     report = yield
+    if not item.config.stash.get(ACTIVE, False):
+        return report  # another project's run: its reports stay as they were
     report.user_properties.append(("schedcheck_file", item.path.name))
     if report.failed:
         _holds().found(item.nodeid)  # a failure outside the checks' own paths too (ours, a crash)

@@ -31,7 +31,7 @@ from schedcheck.faults import SubmissionError
 from schedcheck.grading import gradebook
 from schedcheck.grading.grade import SAMPLE_SIZE, discover, grade_many, shard
 from schedcheck.grading.report import Verdict
-from schedcheck.sandbox.process import Limits
+from schedcheck.sandbox.process import DEFAULT_CALL_TIMEOUT, DEFAULT_MEMORY_MB, Limits
 from schedcheck.search.fuzz import campaign
 from schedcheck.strategies.exhaustive import SCOPES
 
@@ -56,16 +56,16 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--call-timeout",
         type=float,
-        default=2.0,
+        default=DEFAULT_CALL_TIMEOUT,
         metavar="S",
-        help="seconds for one schedule()/update() (default 2)",
+        help=f"seconds for one schedule()/update() (default {DEFAULT_CALL_TIMEOUT:g})",
     )
     check.add_argument(
         "--memory-mb",
         type=int,
-        default=1024,
+        default=DEFAULT_MEMORY_MB,
         metavar="MB",
-        help="memory cap of the worker (default 1024)",
+        help=f"memory cap of the worker (default {DEFAULT_MEMORY_MB})",
     )
     check.add_argument(
         "--in-process",
@@ -100,7 +100,8 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=300.0,
         metavar="S",
-        help="with --gradescope: seconds of grading (default 300)",
+        help="with --gradescope: seconds the submission may use: its CPU time and its hung "
+        "calls' timeouts, not wall time (default 300)",
     )
     check.add_argument(
         "--sample",
@@ -125,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where counterexamples go (default fuzz-failures)",
     )
-    fuzz_.add_argument("--call-timeout", type=float, default=2.0, metavar="S")
+    fuzz_.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, metavar="S")
 
     grade = commands.add_parser("grade", help="grade a class: report.json, junit.xml, summary.md")
     grade.add_argument("paths", nargs="*", help="submission files, or folders holding them")
@@ -144,9 +145,10 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=300.0,
         metavar="S",
-        help="seconds of grading per submission (default 300)",
+        help="seconds each submission may use: its CPU time and its hung calls' timeouts, not "
+        "wall time (default 300)",
     )
-    grade.add_argument("--call-timeout", type=float, default=2.0, metavar="S")
+    grade.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, metavar="S")
     grade.add_argument(
         "--sample",
         type=int,

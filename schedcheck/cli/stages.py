@@ -28,24 +28,26 @@ from schedcheck import layout
 from schedcheck.cli.console import Console
 from schedcheck.plugin import CALL_TIMEOUT, CHECKED, IN_PROCESS, MEMORY_MB, OUTCOMES
 from schedcheck.search import profiles
-from schedcheck.suite.holds import FOUND, ORDER, PROGRESS
+from schedcheck.suite.holds import FOUND, ORDER, PROGRESS, STAGE_FILES
 
 INI = "[pytest]\naddopts = --strict-markers\nxfail_strict = true\n"
 
 
 @dataclass(frozen=True)
 class Stage:
+    """One line of check's output; the stages' order is suite.holds.STAGE_FILES'."""
+
     name: str
     file: str  # in schedcheck/suite/
     tests: str  # what its tests are called in its line ("" for none)
     ticks: str  # what one tick of suite.holds.tick() is ("" for none)
-    serial: bool = False  # stop at the first failure
 
 
 STAGES = (
-    Stage("worked examples", "test_seed_examples.py", "tests", "", serial=True),
+    Stage("worked examples", "test_seed_examples.py", "tests", ""),
     Stage("properties", "test_properties.py", "properties", "random workloads"),
     Stage("stateful", "test_state_machine.py", "", "stateful runs"),
+    Stage("larger", "test_large.py", "", "larger workloads"),
 )
 
 
@@ -184,7 +186,6 @@ def run_stages(settings: Settings, scratch: Path, log: IO[str], console: Console
     outcomes, ticks, found = scratch / "outcomes.jsonl", scratch / "progress", scratch / "found"
     ticks.mkdir()
     (scratch / "pytest.ini").write_text(INI)
-    order = " ".join(stage.file + "!" * stage.serial for stage in STAGES)
     command = pytest_command(settings, scratch)
     env = {
         **os.environ,
@@ -194,7 +195,7 @@ def run_stages(settings: Settings, scratch: Path, log: IO[str], console: Console
         CHECKED: str(settings.path.resolve()),
         PROGRESS: str(ticks),
         FOUND: str(found),
-        ORDER: order,
+        ORDER: " ".join(STAGE_FILES),
     }
     log.write(f"\n$ {' '.join(command)}\n")
     log.flush()

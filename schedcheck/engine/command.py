@@ -32,7 +32,7 @@ from schedcheck.engine.vllm.setup import vllm_setup
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.faults import CheckerError, SubmissionError
 from schedcheck.sandbox.box import LEVELS
-from schedcheck.sandbox.process import Limits
+from schedcheck.sandbox.process import DEFAULT_CALL_TIMEOUT, DEFAULT_MEMORY_MB, Limits
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -105,24 +105,22 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     engine.add_argument(
         "--call-timeout",
         type=float,
-        default=2.0,
+        default=DEFAULT_CALL_TIMEOUT,
         metavar="S",
-        help="seconds for one call into the engine (default 2)",
+        help=f"seconds for one call into the engine (default {DEFAULT_CALL_TIMEOUT:g})",
     )
     engine.add_argument(
         "--memory-mb",
         type=int,
         metavar="MB",
-        help=f"memory cap of the worker (default {MEMORY_MB}; {VLLM_MEMORY_MB} with --vllm)",
+        help=f"memory cap of the worker (default {DEFAULT_MEMORY_MB}; {VLLM_MEMORY_MB} with "
+        "--vllm)",
     )
     engine.add_argument(
         "--in-process",
         action="store_true",
         help="run the engine in this process (trusted code only)",
     )
-
-
-MEMORY_MB = 1024
 
 
 def engine_command(args: argparse.Namespace) -> int:
@@ -145,7 +143,9 @@ def engine_command(args: argparse.Namespace) -> int:
         except Exception as e:  # its import raised: the engine's fault, not ours
             return load_failure(shown, f"{type(e).__name__}: {e}")
     else:  # its code runs in its worker only, the import of its modules too
-        limits = Limits(call_timeout=args.call_timeout, memory=(args.memory_mb or MEMORY_MB) << 20)
+        limits = Limits(
+            call_timeout=args.call_timeout, memory=(args.memory_mb or DEFAULT_MEMORY_MB) << 20
+        )
         try:
             engine = IsolatedEngine(setup, limits)
         except SubmissionError as e:

@@ -9,7 +9,8 @@ whatever the machine), so grading the same files twice gives the same report.
 
 from __future__ import annotations
 
-import time
+import functools
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -26,6 +27,7 @@ from schedcheck.model.workload import Workload
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.hunt import SEARCH
 from schedcheck.strategies.examples import EXAMPLES
+from schedcheck.strategies.large import big, long
 from schedcheck.strategies.workloads import any_workloads, fixed_sample
 from schedcheck.verdict.html import page
 from schedcheck.verdict.verify import verify
@@ -41,10 +43,26 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 GROUP_OF = catalogue.GROUP_OF
 SAMPLE_SIZE = 200
+LARGER = 3  # of each shape of larger workload (strategies/large.py): a bug of size
+
+
+@functools.cache
+def larger_sample() -> list[Workload]:
+    """The largest LARGER of a fixed draw of each shape (a derandomized draw begins with
+    the smallest): the same on every machine."""
+    return [
+        workload
+        for shape in (big(), long())
+        for workload in sorted(set(fixed_sample(12 * LARGER, shape)), key=_order)[-LARGER:]
+    ]
 
 
 class OverBudget(Exception):
     """Grading this submission took longer than its time budget."""
+
+
+def _order(workload: Workload) -> tuple[tuple[int, int, int], str]:
+    return workload.size(), workload.to_json(indent=None)  # a total order: the same sample
 
 
 def note(message: str) -> Failure:
@@ -62,7 +80,9 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     failures: list[Failure] = []
     isolation: str | None = None  # None until the worker says: no key in report.json
     worker = Isolated(path, limits)
-    deadline = time.monotonic() + budget
+
+    def spent() -> bool:  # what the submission used, never the machine's load (Sandbox.used)
+        return worker.used() > budget
 
     def entry(verdict: Verdict, found: list[Failure], page_html: str | None = None) -> Entry:
         """The entry as grading stands now (a copy: `checks` is still being filled)."""
@@ -93,21 +113,21 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
                 return entry(Verdict.FAIL, failures, page(worker, workload))
             break
         completed = 0
-        for workload in fixed_sample(size):
-            if time.monotonic() > deadline:
+        for workload in fixed_sample(size) + larger_sample():
+            if spent():
                 raise OverBudget
             violations = verify(worker, workload).violations
             completed += all(v.check != "C1" for v in violations)
             for v in violations:
                 failing.setdefault(GROUP_OF[v.check], workload)
         # A group only passes on evidence: most of the sample must have run to the end.
-        unfailed = GroupState.PASS if completed * 2 >= size else GroupState.NOT_RUN
+        unfailed = GroupState.PASS if completed * 2 >= size + 2 * LARGER else GroupState.NOT_RUN
         for group in GROUPS:
             if group != "examples":
                 checks[group] = GroupState.FAIL if group in failing else unfailed
         shrunk: list[Workload] = []
         for group in sorted(failing, key=list(GROUPS).index):
-            failures.append(shrink(worker, group, deadline, shrunk))
+            failures.append(shrink(worker, group, spent, shrunk, failing[group]))
         drawn = next((f.workload for f in failures if f.workload is not None), None)
         if drawn is not None:
             page_html = page(worker, drawn)
@@ -115,13 +135,17 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
         return entry(Verdict.ERROR, [note(str(e))])
     except OverBudget:
         if not failing and checks["examples"] is not GroupState.FAIL:  # no evidence: ours
-            return entry(Verdict.ERROR, [*failures, note(f"grading took over {budget:g} s")])
+            return entry(
+                Verdict.ERROR,
+                [*failures, note(f"grading took over {budget:g} s of the submission's time")],
+            )
         # What failed did fail (a submission that hangs spends the budget on its hangs):
         # a verdict on that evidence, and what was not reached is not judged.
         for group in failing:
             checks[group] = GroupState.FAIL
         stopped = note(
-            f"grading stopped at its {budget:g} s budget; groups marked 'not run' were not judged"
+            f"grading stopped at its budget of {budget:g} s of the submission's time (CPU "
+            "and hung calls); groups marked 'not run' were not judged"
         )
         return entry(Verdict.FAIL, [*failures, stopped])
     finally:
@@ -130,8 +154,15 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     return entry(Verdict.FAIL if failed else Verdict.PASS, failures, page_html)
 
 
-def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]) -> Failure:
-    """The smallest workload the search finds that breaks `group`, and what broke.
+def shrink(
+    worker: Isolated,
+    group: str,
+    spent: Callable[[], bool],
+    shrunk: list[Workload],
+    sampled: Workload,
+) -> Failure:
+    """The smallest workload the search finds that breaks `group`, and what broke; where
+    the search finds none (a bug only larger workloads show), the `sampled` one that did.
 
     One bug often breaks several groups: a workload already shrunk for an earlier group
     that breaks this one too is reported again (small already) instead of a new search.
@@ -140,7 +171,7 @@ def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]
     checks = GROUPS[group]  # only these: no twin run unless D1, no reference unless R1
 
     def breaks(workload: Workload) -> bool:
-        if time.monotonic() > deadline:
+        if spent():
             raise OverBudget
         return not verify(worker, workload, checks).ok
 
@@ -148,9 +179,9 @@ def shrink(worker: Isolated, group: str, deadline: float, shrunk: list[Workload]
     if workload is None:
         try:
             workload = find(any_workloads(), breaks, settings=SEARCH)
+            shrunk.append(workload)
         except NoSuchExample:  # the sample found one the search does not reach: keep that
-            return Failure(group, "failed on the sample; the search did not reach it")
-        shrunk.append(workload)
+            workload = sampled
     verdict = verify(worker, workload, checks)
     violation = verdict.violations[0]
     return failure(violation, workload, len(verdict.trace.steps))

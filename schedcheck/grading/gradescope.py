@@ -1,7 +1,8 @@
 """Gradescope's `results.json` from one graded submission (grade_one's `Entry`).
 
 One Gradescope test per check group of `grade`'s report.json, in the same order, each worth
-an equal share of the points: partial credit by group. A failing group's output is its
+a near-equal share of the points (`shares`: they add up to exactly the total the teacher
+set): partial credit by group. A failing group's output is its
 shrunk counterexample and how to replay it. Schema: Gradescope's autograder
 specification (`score`, `execution_time`, `output`, `tests`: `name`, `number`, `score`,
 `max_score`, `status`, `output`, `visibility`). A grading that ended in our own error
@@ -12,6 +13,7 @@ of a score the student did not earn or lose.
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from typing import Any
 
 from schedcheck.grading.grade import GROUPS
@@ -34,9 +36,10 @@ def results(
     """The results.json of `entry` (verdict pass or fail; never error)."""
     if entry.verdict not in (Verdict.PASS, Verdict.FAIL):
         raise ValueError(f"verdict {entry.verdict.value!r}: no score to give")
-    share = round(points / len(GROUPS), 4)
     tests: list[dict[str, Any]] = []
-    for number, group in enumerate(GROUPS, 1):
+    for number, (group, share) in enumerate(
+        zip(GROUPS, shares(points, len(GROUPS)), strict=True), 1
+    ):
         state = entry.checks.get(group, GroupState.NOT_RUN)
         tests.append(
             {
@@ -49,7 +52,7 @@ def results(
                 "visibility": visibility,
             }
         )
-    score = round(sum(t["score"] for t in tests), 2)
+    score = float(sum(Fraction(t["score"]) for t in tests))  # exact: see shares()
     passed = sum(t["status"] == "passed" for t in tests)
     return {
         "score": score,
@@ -60,6 +63,18 @@ def results(
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+
+
+def shares(points: float, n: int) -> list[float]:
+    """`points` in `n` near-equal shares whose sum is exactly `points`, in whatever order
+    Gradescope adds them (6.6667 fifteen times made 100.0005): every share a whole number
+    of one binary fraction, 1/2**k, fine enough that shares differ by under 2% (100 points
+    in 15 groups: ten of 6.6875 and five of 6.625)."""
+    unit = Fraction(1, Fraction(points).denominator)  # a float is a/2**k, exactly
+    while points / unit < 64 * n:
+        unit /= 2
+    base, extra = divmod(int(points / unit), n)
+    return [float((base + (i < extra)) * unit) for i in range(n)]
 
 
 def _output(entry: Entry, group: str, state: GroupState) -> str:

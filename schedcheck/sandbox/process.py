@@ -75,10 +75,15 @@ STARVED_CAP = 10
 SEND_TIMEOUT = 10.0  # seconds a command may take to be written to the worker's socket
 
 
+# The default limits, every command's and the plugin's: one place each.
+DEFAULT_CALL_TIMEOUT = 2.0  # seconds for one call into the code under test
+DEFAULT_MEMORY_MB = 1024  # the worker's address space
+
+
 @dataclass(frozen=True)
 class Limits:
-    call_timeout: float = 2.0  # seconds for one schedule() or update()
-    memory: int = 1 << 30  # bytes of address space (RLIMIT_AS)
+    call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds for one schedule() or update()
+    memory: int = DEFAULT_MEMORY_MB << 20  # bytes of address space (RLIMIT_AS)
     output: int = 4096  # bytes of the submission's output kept for the report
     start_timeout: float = 60.0  # seconds to start, load and contract-check
     cpu: int = 1800  # CPU seconds a worker may use (a spinning thread left running stops)
@@ -161,6 +166,8 @@ class Sandbox:
         self.board: Board | None = None  # the worker's heartbeat page
         self._seen = 0  # the board's counter when last read
         self._beat_limit: int | None = None  # the counter no honest worker passes (_send)
+        self._spent = 0.0  # what stopped workers used of a time budget (`used`)
+        self._born = time.monotonic()
 
     # -- the worker's life ------------------------------------------------------------------
 
@@ -257,8 +264,25 @@ class Sandbox:
                     os.chown(path, self.lease.uid, self.lease.uid)
         return copy
 
+    def used(self) -> float:
+        """Seconds the code under test has used of a time budget, over all its workers: their
+        CPU time as the kernel counts it, and the timeout of every call that hung (a sleep
+        uses no CPU). The machine's load changes neither; the checker's own work is not in
+        it. Where /proc cannot be read (not Linux), wall time since this sandbox began."""
+        if not _PROC:
+            return time.monotonic() - self._born
+        return self._spent + self._cpu()
+
+    def _cpu(self) -> float:
+        fields = proc_stat(self.worker_pid()) if self.proc is not None else []
+        try:
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime+stime
+        except (IndexError, ValueError):
+            return 0.0
+
     def stop(self) -> None:
         """Kill the worker and everything it started, however detached; free its uid."""
+        self._spent += self._cpu()
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -411,6 +435,7 @@ class Sandbox:
         )
 
     def _hung(self, wait: float) -> Failure:
+        self._spent += wait  # charged whether it spun or slept (`used`)
         self._sync()
         step, call = self.where
         hog = self._memory_note()
@@ -535,6 +560,9 @@ def _not_python(folder: str, names: list[str]) -> list[str]:
     return [
         n for n in names if not n.endswith(".py") and not os.path.isdir(os.path.join(folder, n))
     ]
+
+
+_PROC = Path("/proc/self/stat").exists()
 
 
 def proc_stat(pid: int | None) -> list[str]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
-from hypothesis import target
+from hypothesis import reject, target
 from hypothesis.control import currently_in_test_context
 
 from schedcheck.drive.impl import Implementation
@@ -18,14 +19,50 @@ from schedcheck.model.workload import Workload
 from schedcheck.verdict.report import replay_hints
 from schedcheck.verdict.verify import verify
 
+# The suite's files in the order of `check`'s stages ("!": a stage that stops at its first
+# failure). `check` and a plain `pytest --impl` run keep this order alike (ORDER).
+STAGE_FILES = (
+    "test_seed_examples.py!",
+    "test_properties.py",
+    "test_state_machine.py",
+    "test_large.py",
+)
 PROGRESS = "SCHEDCHECK_PROGRESS"  # a folder: one byte per example, in a file per stage
 FOUND = "SCHEDCHECK_FOUND"  # a folder: a file per test that found a failure, per stage
 ORDER = "SCHEDCHECK_STAGES"  # the stage files in order; a trailing "!": stop at its first
 
 
-def assert_holds(impl: Implementation, workload: Workload, checks: tuple[str, ...]) -> Trace:
+class ShrinkBudget:
+    """How long one test may shrink its failure, for workloads that cost a run of hundreds
+    of steps each (the larger stage): once the budget is spent, the shrinker's further
+    candidates are rejected unrun, and the smallest failure found so far is the one
+    reported (Hypothesis replays it last: it is known, so it runs)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.since: float | None = None  # when this test's first failure was found
+        self.failing: set[str] = set()  # the failing workloads, as JSON
+
+    def spent(self, workload: Workload) -> bool:
+        if self.since is None or time.monotonic() - self.since <= self.seconds:
+            return False
+        return workload.to_json(indent=None) not in self.failing
+
+    def failed(self, workload: Workload) -> None:
+        self.since = time.monotonic() if self.since is None else self.since
+        self.failing.add(workload.to_json(indent=None))
+
+
+def assert_holds(
+    impl: Implementation,
+    workload: Workload,
+    checks: tuple[str, ...],
+    budget: ShrinkBudget | None = None,
+) -> Trace:
     """Run `checks` on `impl`; fail with the full report and a way to replay it."""
     give_way()
+    if budget is not None and budget.spent(workload):
+        reject()
     verdict = verify(impl, workload, checks)
     tick()
     final = verdict.trace.final()
@@ -33,6 +70,8 @@ def assert_holds(impl: Implementation, workload: Workload, checks: tuple[str, ..
         target(float(final.num_preemptions), label="preemptions")  # toward storms
     if not verdict.ok:
         found()
+        if budget is not None:
+            budget.failed(workload)
         saved = save_failure(workload, verdict.violations[0])
         verdict.require(replay_hints(impl.label, workload, saved))
     return verdict.trace

@@ -4,13 +4,18 @@ report whether graded at once or in shards merged later (so: deterministic)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from schedcheck.cli.main import main
+from schedcheck.drive.isolated import Isolated
 from schedcheck.grading.grade import GROUPS, grade_one
 from schedcheck.grading.report import Entry, Failure, GroupState, Report, Verdict
 from schedcheck.sandbox.process import Limits
@@ -183,3 +188,44 @@ def test_an_entry_is_written_in_the_documented_shape() -> None:
         "checks": {},
         "failures": [{"check": "", "message": "RuntimeError()", "workload": None}],
     }
+
+
+def test_the_budget_counts_the_submissions_cpu_and_its_hangs_not_the_clock() -> None:
+    """A hung call is charged its timeout whether it spun or slept; a correct run is
+    charged the CPU its worker used, which a busy machine does not change."""
+    sleeps = standalone(ROOT / "tests" / "hostile" / "sleep_forever.py")
+    worker = Isolated(sleeps, Limits(call_timeout=0.3))
+    try:
+        worker.run(EXAMPLES["example1"])
+        assert 0.3 <= worker.used() < 0.3 + 5.0  # the hang, and the worker's start-up CPU
+    finally:
+        worker.stop()
+    correct = Isolated(standalone(ROOT / "tests" / "equivalents" / "one_pass.py"))
+    try:
+        before = correct.used()
+        started = time.monotonic()
+        time.sleep(0.5)  # the clock moves; the worker, waiting, uses nothing
+        correct.run(EXAMPLES["example1"])
+        assert correct.used() - before < 0.25 < time.monotonic() - started
+    finally:
+        correct.stop()
+
+
+@pytest.mark.costly
+def test_a_starved_machine_gets_the_verdict_an_idle_one_gives() -> None:
+    """Issue 37: with a wall-time budget, CPU burners beside the grading turned a hanging
+    submission's `fail` into `error` (the budget ran out before its first hang was told).
+    The budget counts what the submission used: the same verdict under load."""
+    hangs = standalone(ROOT / "tests" / "mutants" / "infinite_loop_full_house.py")
+    burners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(2 * (os.cpu_count() or 1))
+    ]
+    try:
+        entry = grade_one(str(hangs), Limits(call_timeout=0.3), budget=4, size=200)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert entry.verdict is Verdict.FAIL, entry.failures
+    assert entry.checks["contract"] is GroupState.FAIL

@@ -204,10 +204,14 @@ def test_an_old_profile_name_selects_ours_with_a_warning(tmp_path: Path, old: st
     assert f"{WARNING}: --hypothesis-profile={expected}" in done.stdout, done.stdout
 
 
-@pytest.mark.parametrize("impl", [[], ["--impl", SUBMISSION]], ids=["plain", "impl"])
+@pytest.mark.parametrize("impl", [["--impl", SUBMISSION]], ids=["impl"])
 def test_old_option_spellings_work_with_a_warning_unless_the_course_has_them(
     tmp_path: Path, impl: list[str]
 ) -> None:
+    """In schedcheck's run (`--impl`) only: in any other the plugin adds no option but
+    its prefixed ones (issue 37; the old spellings set the worker, which only that run has)."""
+    plain = run_pytest("--memory-mb", "512", "test_sees.py", cwd=course(tmp_path, "plain"))
+    assert plain.returncode == 4 and "--memory-mb" in plain.stderr, plain.stderr
     done = run_pytest(
         "-s",
         *impl,
