@@ -15,11 +15,10 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from schedcheck.drive.standalone import standalone
+from schedcheck.drive.standalone import found_by_the_larger_stage, standalone
 from schedcheck.model.regression import Regression
 from schedcheck.search.hunt import hunt
 from schedcheck.strategies.large import big, long
-from tests.catalogue import found_by_the_larger_stage
 
 MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"
 

@@ -7,10 +7,14 @@ with any path, relative or absolute, with or without `-n auto`.
 
 In a course's repository, `pytest --impl mine/p07_scheduler.py` runs schedcheck's
 properties (schedcheck/suite/: worked examples, invariants, differential, lockstep,
-stateful) against that file, isolated, beside the course's own tests. A run that names
-its own paths gets only those (add `--pyargs schedcheck.suite` to have ours too). Without
-`--impl` the plugin adds nothing: no test, no marker, no Hypothesis profile registered or
-loaded (Hypothesis's registry is global: a course's profiles keep their names and settings).
+stateful, larger) against that file, isolated, beside the course's own tests; in a
+schedcheck checkout, with no paths named, the properties alone (the checkout's own tests
+check schedcheck, not the file). Their stages give way as `schedcheck check`'s do: once a
+test of an earlier stage fails, a later stage's tests are skipped. A run that names its
+own paths gets only those (add `--pyargs schedcheck.suite` to have ours too). Without
+`--impl` the plugin adds nothing: no test, no marker, no user property, no option but
+`--impl` and its prefixed ones, no Hypothesis profile registered or loaded (Hypothesis's
+registry is global: a course's profiles keep their names and settings).
 
 Options: `--impl PATH` (or SCHEDCHECK_IMPL; default "reference", the reference in
 `scheduler/`), `--schedcheck-in-process`, `--schedcheck-call-timeout S`,
@@ -20,10 +24,10 @@ Hypothesis profiles are schedcheck/search/profiles.py's (`schedcheck-dev`, `-ci`
 `--hypothesis-profile` picks one as usual.
 
 Renamed after 0.2, the old spellings work for one more version, each with a deprecation
-warning in pytest's warnings summary: the options `--in-process`, `--call-timeout`,
-`--memory-mb` (only where nothing else in the run declares them: a course's conftest may
-have its own `--call-timeout`, and then it is theirs), and the profile names `dev`, `ci`,
-`fuzz`, `grade` in schedcheck's run.
+warning in pytest's warnings summary, in schedcheck's run only: the options
+`--in-process`, `--call-timeout`, `--memory-mb` (only where nothing else in the run
+declares them: a course's conftest may have its own `--call-timeout`, and then it is
+theirs), and the profile names `dev`, `ci`, `fuzz`, `grade`.
 
 With SCHEDCHECK_OUTCOMES=FILE, every finished test adds one JSON line to FILE: its
 outcome and, for a failure, whether it is a verdict on the implementation (the ids of the

@@ -64,3 +64,9 @@ def _written(name: str, source: str, folder: Path | None = None) -> Path:
         partial.write_text(source)
         partial.replace(copy)  # atomic: xdist workers may write the same copy at once
     return copy
+
+
+def found_by_the_larger_stage(mutant: Path) -> bool:
+    """Whether a catalogued mutant's docstring says only the larger stage finds it (a bug
+    of size): its search is that stage's (strategies/large.py), not the ordinary one's."""
+    return "found by the larger stage" in mutant.read_text()

@@ -43,7 +43,10 @@ def assert_gradescope_schema(results: dict[str, Any]) -> None:
 
 def test_a_correct_submission_gets_full_marks(tmp_path: Path) -> None:
     written = tmp_path / "results.json"
-    assert main(["check", str(EQUIVALENT), "--gradescope", str(written)]) == faults.PASS
+    assert (
+        main(["check", str(EQUIVALENT), "--gradescope", str(written), "--sample", "40"])
+        == faults.PASS
+    )
     results = json.loads(written.read_text())
     assert_gradescope_schema(results)
     assert results["score"] == 100
@@ -52,7 +55,9 @@ def test_a_correct_submission_gets_full_marks(tmp_path: Path) -> None:
 
 def test_a_mutant_gets_partial_credit_and_a_replayable_counterexample(tmp_path: Path) -> None:
     written = tmp_path / "results.json"
-    assert main(["check", str(MUTANT), "--gradescope", str(written)]) == faults.FAIL
+    assert (
+        main(["check", str(MUTANT), "--gradescope", str(written), "--sample", "40"]) == faults.FAIL
+    )
     results = json.loads(written.read_text())
     assert_gradescope_schema(results)
     assert 0 < results["score"] < 100

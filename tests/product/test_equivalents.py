@@ -109,7 +109,7 @@ def test_replaying_every_regression_passes(
 @pytest.mark.parametrize(
     "sample",
     [
-        pytest.param("60", id="sample-60"),
+        pytest.param("20", id="sample-20"),
         pytest.param("200", id="sample-200", marks=pytest.mark.costly),
     ],
 )

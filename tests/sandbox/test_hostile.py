@@ -110,10 +110,12 @@ def test_the_checkers_environment_stays_secret(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_nothing_lands_in_the_project() -> None:
-    before = sorted(p for p in PROJECT.rglob("*") if ".git" not in p.parts)
+    """Where writes_files.py writes, and only there: the whole checkout's listing also
+    saw the cache files other test workers wrote meanwhile (issue 37)."""
+    targets = [PROJECT / "PWNED.txt", PROJECT / "scheduler" / "x.py", PROJECT / "scratch.txt"]
+    assert not any(p.exists() for p in targets)
     check_hostile("writes_files")
-    after = sorted(p for p in PROJECT.rglob("*") if ".git" not in p.parts)
-    assert [p for p in after if p not in before] == []
+    assert [p for p in targets if p.exists()] == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop happens only as root")

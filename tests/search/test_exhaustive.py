@@ -19,7 +19,7 @@ from schedcheck.strategies.exhaustive import KINDS, SCOPES, Scope
 from schedcheck.strategies.workloads import REVERSED
 from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
-from tests.helpers import ROOT
+from tests.helpers import ROOT, rotation_day
 from tests.suite.test_mutants_found import expected_checks
 
 # A mutant whose bug needs what every scope holds fixed (an eos id past 256, a hundred
@@ -61,8 +61,16 @@ def test_a_config_keeps_only_the_kinds_that_fit_it() -> None:
     assert space.kinds == ((1, 1), (2, 2))  # 5+1 needs 5 blocks of 1: it never fits in 3
 
 
-@pytest.mark.parametrize("chunk", range(CHUNKS))
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        pytest.param(c, marks=() if c == rotation_day() % CHUNKS else pytest.mark.costly)
+        for c in range(CHUNKS)
+    ],
+)
 def test_the_reference_passes_the_default_scope(chunk: int) -> None:
+    """A quarter of the scope in the default run (another each day), all of it with -m
+    costly."""
     scan = explore_spaces(reference(), SMALL.spaces()[chunk::CHUNKS])
     assert scan.failure is None, scan.failure[1].report()
     assert scan.finished and scan.states > 100
@@ -74,7 +82,15 @@ def test_an_equivalent_passes_the_smoke_scope(path: Path) -> None:
     assert scan.failure is None, scan.failure[1].report()
 
 
-@pytest.mark.parametrize("path", MUTANTS, ids=lambda p: p.stem)
+# The default run explores the default scope on a rotating few mutants, -m costly on all.
+EXPLORED = {MUTANTS[(7 * rotation_day() + k) % len(MUTANTS)] for k in range(4)}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=() if p in EXPLORED else pytest.mark.costly) for p in MUTANTS],
+    ids=lambda p: p.stem,
+)
 def test_the_default_scope_catches_the_mutant(path: Path) -> None:
     impl = load(path)
     try:
@@ -92,6 +108,7 @@ def test_the_default_scope_catches_the_mutant(path: Path) -> None:
 COMPARED = Scope("compared", (3, 5), (1, 2), (2, 3), (4,), KINDS, 3, 2, 2)
 
 
+@pytest.mark.costly  # every file of the catalogue, explored and enumerated: 40 s
 def test_the_visited_set_runs_fewer_workloads_with_the_same_verdicts() -> None:
     """Explored against the same scope's enumeration, on every file of the catalogue."""
     scope = COMPARED
