@@ -36,23 +36,19 @@ FLAGS = ["--sample", "20", "--call-timeout", "0.5", "-j", "2"]
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """One folder per student, graded at once and in two shards merged."""
+    """One folder per student, graded at once: (the folder, the grading's output)."""
     root = tmp_path_factory.mktemp("grading")
     folder = root / "class"
     for student, (source, _) in CLASS.items():
         (folder / student).mkdir(parents=True)
         shutil.copy(standalone(source), folder / student / "p07_scheduler.py")
-    whole, merged = root / "whole", root / "merged"
+    whole = root / "whole"
     assert main(["grade", str(folder), "--out", str(whole), *FLAGS]) == 0
-    shards = [root / "shard1", root / "shard2"]
-    for k, out in enumerate(shards, start=1):
-        assert main(["grade", str(folder), "--out", str(out), "--shard", f"{k}/2", *FLAGS]) == 0
-    assert main(["grade", "--merge", *map(str, shards), "--out", str(merged)]) == 0
-    return whole, merged
+    return folder, whole
 
 
 def test_verdicts(graded: tuple[Path, Path]) -> None:
-    report = json.loads((graded[0] / "report.json").read_text())
+    report = json.loads((graded[1] / "report.json").read_text())
     verdicts = {Path(e["path"]).parent.name: e["verdict"] for e in report["submissions"]}
     assert verdicts == {student: verdict for student, (_, verdict) in CLASS.items()}
     by_student = {Path(e["path"]).parent.name: e for e in report["submissions"]}
@@ -64,6 +60,7 @@ def test_verdicts(graded: tuple[Path, Path]) -> None:
     assert by_student["frank"]["checks"]["contract"] == "fail"
 
 
+@pytest.mark.costly  # 30 s: a grading of 50 workloads and its shrinking
 def test_the_sample_reaches_a_bug_the_examples_show_too() -> None:
     """bob's queue jumping fails the spec's example 3, and the random sample finds it by
     itself as well: its fcfs group fails on a workload of the sample (the first 50)."""
@@ -74,7 +71,7 @@ def test_the_sample_reaches_a_bug_the_examples_show_too() -> None:
 
 
 def test_the_three_files_and_a_page_per_failure(graded: tuple[Path, Path]) -> None:
-    whole = graded[0]
+    whole = graded[1]
     report = json.loads((whole / "report.json").read_text())
     for entry in report["submissions"]:
         has_workload = any(f.get("workload") for f in entry["failures"])
@@ -89,8 +86,14 @@ def test_the_three_files_and_a_page_per_failure(graded: tuple[Path, Path]) -> No
     assert len(summary) == 2 + len(CLASS)
 
 
-def test_shards_merged_equal_one_grading(graded: tuple[Path, Path]) -> None:
-    whole, merged = graded
+@pytest.mark.costly  # two more gradings of the class (40 s)
+def test_shards_merged_equal_one_grading(graded: tuple[Path, Path], tmp_path: Path) -> None:
+    folder, whole = graded
+    shards = [tmp_path / "shard1", tmp_path / "shard2"]
+    for k, out in enumerate(shards, start=1):
+        assert main(["grade", str(folder), "--out", str(out), "--shard", f"{k}/2", *FLAGS]) == 0
+    merged = tmp_path / "merged"
+    assert main(["grade", "--merge", *map(str, shards), "--out", str(merged)]) == 0
     pages = sorted(p.relative_to(whole) for p in (whole / "pages").glob("*.html"))
     assert pages and pages == sorted(p.relative_to(merged) for p in (merged / "pages").glob("*"))
     for name in ("report.json", "junit.xml", "summary.md", *map(str, pages)):
@@ -135,7 +138,7 @@ def test_code_that_sorts_by_seq_id_fails_the_sample() -> None:
 def test_report_json_reads_back_as_it_was_written(graded: tuple[Path, Path]) -> None:
     """Merging reads each shard's report.json into types and writes it again: nothing may
     be lost or changed on the way, for any entry (pass, fail, a contract failure)."""
-    for out in graded:
+    for out in graded[1:]:
         data = json.loads((out / "report.json").read_text())
         report = Report.from_dict(data)
         assert report.to_dict() == data

@@ -80,6 +80,7 @@ def over_two_gateways(checkout: Path, *args: str) -> str:
     return f"exit {done.returncode}\n{done.stdout}{done.stderr}"
 
 
+@pytest.mark.costly  # 18 s: two gateways, each a checkout of its own
 def test_the_suite_runs_on_two_gateways_from_their_checkout(checkout: Path) -> None:
     out = over_two_gateways(checkout)
     assert out.startswith("exit 0"), out
@@ -89,7 +90,7 @@ def test_the_suite_runs_on_two_gateways_from_their_checkout(checkout: Path) -> N
     assert (checkout / "_pytest").is_dir()  # xdist shipped its pytest, as to a remote
 
 
-@pytest.mark.costly  # the gateways' own run above is the default run's share (18 s)
+@pytest.mark.costly  # 16 s
 def test_a_submission_fails_there_naming_the_check(checkout: Path) -> None:
     # `--impl=PATH` in one word: xdist rewrites a path argument it finds on the controller
     # relative to what it ships, and refuses one outside it. On real remote machines the
