@@ -53,6 +53,7 @@ def test_a_correct_submission_gets_full_marks(tmp_path: Path) -> None:
     assert {t["status"] for t in results["tests"]} == {"passed"}
 
 
+@pytest.mark.costly  # 25 s: the failing groups' shrinking; the tampering pairs rotate it in
 def test_a_mutant_gets_partial_credit_and_a_replayable_counterexample(tmp_path: Path) -> None:
     written = tmp_path / "results.json"
     assert (

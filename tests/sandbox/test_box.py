@@ -72,6 +72,7 @@ def test_killing_every_process_it_can_harms_no_classmate(tmp_path: Path) -> None
 
 
 @ROOT_ONLY
+@pytest.mark.costly  # 12 s; the box's other promises run every time
 def test_a_fork_bomb_fails_alone(tmp_path: Path) -> None:
     bomb = renamed(HOSTILE / "fork_bomb.py", tmp_path / "src", "fork_bomb_graded")
     graded = grade_class(tmp_path / "class", tmp_path / "out", bomb)
@@ -188,6 +189,7 @@ def test_what_one_box_writes_to_tmp_the_next_does_not_see(tmp_path: Path) -> Non
 
 
 @ROOT_ONLY
+@pytest.mark.costly  # 12 s; the box's other promises run every time
 def test_reading_its_folder_and_above_finds_no_classmate(tmp_path: Path) -> None:
     """It lists the folder its file is in, and every folder above, and prints the first
     line of every file there; graded with classmates, no classmate's text may show."""
