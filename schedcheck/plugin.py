@@ -243,8 +243,14 @@ def _deprecated(config: pytest.Config, message: str) -> None:
 
 def _a_checkouts_run(config: pytest.Config) -> bool:
     """Whether this is a schedcheck checkout's own run: this one, or a copy of it (a
-    remote xdist worker's)."""
-    return (config.rootpath / "schedcheck" / "suite" / "holds.py").is_file()
+    remote xdist worker's). Told by its rootdir, its configuration file or the folder it
+    was started in: `--impl /tmp/p07_scheduler.py` makes pytest take /tmp for the rootdir
+    (an argument that is an existing path counts toward it), and then it finds no
+    configuration file either."""
+    places = [config.rootpath, config.invocation_params.dir]
+    if config.inipath is not None:
+        places.append(config.inipath.parent)
+    return any((place / "schedcheck" / "suite" / "holds.py").is_file() for place in places)
 
 
 def _add_the_suite(config: pytest.Config) -> None:
