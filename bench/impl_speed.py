@@ -48,9 +48,10 @@ def measure(path: Path, repeats: int) -> dict[str, tuple[float, set[int]]]:
     return {name: (statistics.median(times[name]), codes[name]) for name in times}
 
 
-def main(argv: list[str]) -> None:
-    repeats = int(argv[0]) if argv else 3
+def lines(repeats: int) -> list[str]:
+    """The measurement, as the lines bench.run writes into docs/performance.md."""
     scratch = Path(tempfile.mkdtemp(prefix="schedcheck-bench-"))
+    out = []
     try:
         ratios = []
         for label, source in (("correct", CORRECT), ("buggy", standalone(BUGGY))):
@@ -59,15 +60,21 @@ def main(argv: list[str]) -> None:
             shutil.copy(source, path)
             found = measure(path, repeats)
             (check, check_codes), (pytest, pytest_codes) = found["check"], found["pytest"]
-            print(
+            out.append(
                 f"- {label} file ({source.name}): `schedcheck check` {check:.1f} s "
                 f"(exit {sorted(check_codes)}), `pytest -n auto --impl` {pytest:.1f} s "
                 f"(exit {sorted(pytest_codes)}), median of {repeats}"
             )
             ratios.append(f"{label}={pytest / check:.2f}")
-        print(f"ratios pytest/check: {' '.join(ratios)}")
+        out.append(f"ratios pytest/check: {' '.join(ratios)}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def main(argv: list[str]) -> None:
+    for line in lines(int(argv[0]) if argv else 3):
+        print(line)
 
 
 if __name__ == "__main__":

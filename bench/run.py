@@ -29,6 +29,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from bench import impl_speed
 from bench.isolation import SUBMISSION, examples_per_second
 from schedcheck import scheduler
 from schedcheck.cli.console import Console
@@ -261,6 +262,14 @@ def main() -> None:
         f"{statistics.median(walls):.1f} s wall (median of 5: "
         f"{', '.join(f'{w:.1f}' for w in walls)})"
     )
+
+    section("5b", "## 5b. `pytest -n auto --impl FILE` against `schedcheck check FILE`")
+    say(
+        f"(`python -m bench.impl_speed {repeats}`, {when}, {os.cpu_count()} cores, from the "
+        "checkout)"
+    )
+    for line in impl_speed.lines(repeats):
+        say(line)
 
     section("6", "## 6. Bug-finding speed: the random workloads of the properties stage")
     mutants = sorted((ROOT / "tests" / "mutants").glob("*.py"))
