@@ -176,6 +176,8 @@ def shrink(
         return not verify(worker, workload, checks).ok
 
     workload = next((w for w in shrunk if breaks(w)), None)
+    if workload is None and sampled in larger_sample():
+        workload = sampled  # no ordinary workload of the sample broke it: no search will
     if workload is None:
         try:
             workload = find(any_workloads(), breaks, settings=SEARCH)

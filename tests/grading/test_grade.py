@@ -233,3 +233,15 @@ def test_a_starved_machine_gets_the_verdict_an_idle_one_gives() -> None:
             burner.wait()
     assert entry.verdict is Verdict.FAIL, entry.failures
     assert entry.checks["contract"] is GroupState.FAIL
+
+
+@pytest.mark.costly  # 15 s
+def test_a_bug_of_size_fails_on_the_larger_sample_unshrunk() -> None:
+    """Issue 38: a history capped at 64 shows only past 64 finished requests, which only
+    the larger workloads reach; its group fails with the sampled workload, reported as it
+    was (no search of ordinary workloads would find one)."""
+    capped = standalone(ROOT / "tests" / "mutants" / "finished_history_capped.py")
+    entry = grade_one(str(capped), Limits(), budget=300.0, size=20)
+    assert entry.verdict is Verdict.FAIL and entry.checks["I6"] is GroupState.FAIL, entry
+    found = next(f for f in entry.failures if f.check == "I6")
+    assert found.workload is not None and len(found.workload.requests) > 64
