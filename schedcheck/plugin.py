@@ -292,6 +292,22 @@ def _keep_the_stages_order(config: pytest.Config) -> None:
     config.add_cleanup(forget)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In schedcheck's run, the suite's tests in the order of its stages (worked examples
+    first), wherever they were collected from: pytest collects a folder's files by name
+    (test_large.py before test_seed_examples.py), and xdist hands out tests in collection
+    order, so a buggy file's verdict would wait for a later stage's long runs. Only the
+    suite's places in the list are reordered; a course's own tests keep theirs."""
+    if not config.stash.get(ACTIVE, False):
+        return
+    order = {name.rstrip("!"): i for i, name in enumerate(_holds().STAGE_FILES)}
+    suite = layout.SUITE.resolve()
+    places = [i for i, item in enumerate(items) if item.path.parent.resolve() == suite]
+    ours = sorted((items[i] for i in places), key=lambda item: order.get(item.path.name, 99))
+    for i, item in zip(places, ours, strict=True):
+        items[i] = item
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     if ISOLATION not in config.stash:
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
+from schedcheck.suite.holds import STAGE_FILES
 from tests.catalogue import standalone
 from tests.helpers import ROOT, run_pytest
 
@@ -32,3 +33,17 @@ def test_missing_submission_is_a_usage_error() -> None:
     done = pytest_run("--impl", "no/such/p07_scheduler.py", PROPERTY)
     assert done.returncode == 4
     assert "--impl: no submission file at no/such/p07_scheduler.py" in done.stderr
+
+
+def test_the_suite_runs_in_the_order_of_its_stages_however_it_was_named() -> None:
+    """pytest collects a folder's files by name (test_large.py first); xdist hands tests out
+    in collection order: the worked examples must come first, or a buggy file's verdict
+    waits for the larger stage's long runs (issue 37)."""
+    stages = [name.rstrip("!") for name in STAGE_FILES]
+    for named in ([], ["--pyargs", "schedcheck.suite"]):
+        done = pytest_run("--impl", MUTANT, "--collect-only", *named)
+        assert done.returncode == 0, done.stdout + done.stderr
+        files = [line.split("::")[0].rsplit("/", 1)[-1] for line in done.stdout.splitlines()]
+        files = [name for name in files if name in stages]
+        assert len(set(files)) == len(stages), (named, done.stdout)
+        assert files == sorted(files, key=stages.index), (named, files)
