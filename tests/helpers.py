@@ -11,6 +11,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from schedcheck.drive.driver import run
 from schedcheck.drive.loader import load_impl
 from schedcheck.model.trace import State, Step, Trace
@@ -105,3 +107,17 @@ def _changed(state: State, seq: str | None, fields: dict[str, Any]) -> State:
     if seq is None:
         return replace(state, **fields)
     return replace(state, seqs={**state.seqs, seq: state.seqs[seq]._replace(**fields)})
+
+
+def quick(monkeypatch: pytest.MonkeyPatch | None = None) -> dict[str, str]:
+    """The environment that gives a mode's pytest run tests/quick_profile.py (add
+    `--profile`/`--hypothesis-profile` QUICK_PROFILE to its command line); set in this
+    process too with `monkeypatch`, for a mode called in-process (`main([...])`)."""
+    env = {"PYTEST_ADDOPTS": "-p tests.quick_profile", "PYTHONPATH": str(ROOT)}
+    if monkeypatch is not None:
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+    return env
+
+
+QUICK_PROFILE = "schedcheck-selftest-quick"

@@ -25,7 +25,7 @@ import pytest
 from schedcheck import faults
 from schedcheck.cli.main import main
 from tests.catalogue import reference_source
-from tests.helpers import ROOT, rotation_day, run_pytest
+from tests.helpers import QUICK_PROFILE, ROOT, quick, rotation_day, run_pytest
 
 EQUIVALENTS = ROOT / "tests" / "equivalents"
 RENAMED = "reference_renamed"
@@ -41,8 +41,13 @@ def _param(*values: str, default_run: bool) -> object:
 
 
 COSTLY = [_param(name, default_run=name in ROTATING) for name in SUBJECTS]
-# `schedcheck check` whole (30 s a subject): today's equivalent alone in the default run.
-CHECKED = [_param(name, default_run=name == TODAY) for name in SUBJECTS]
+# `schedcheck check` whole (30 s a subject): every subject at check's own profile under
+# -m costly; in the default run, today's equivalent at tests/quick_profile.py's (every stage,
+# every property, 20 examples each: 5 s).
+CHECKED = [
+    pytest.param(TODAY, True, id=f"{TODAY}-quick"),
+    *(pytest.param(name, False, id=name, marks=pytest.mark.costly) for name in SUBJECTS),
+]
 # Every spelling on every subject under -m costly; one in the default run. RELPATH is the
 # path relative to the checkout (it starts with ../), the others are absolute.
 STYLES = {"--impl PATH": "", "--impl=PATH -n 2": TODAY, "--impl RELPATH": ""}
@@ -131,11 +136,18 @@ def test_grading_gives_every_subject_full_marks(
         assert set(entry["checks"].values()) == {"pass"}, (name, entry["checks"])
 
 
-@pytest.mark.parametrize("name", CHECKED)
+@pytest.mark.parametrize(("name", "fast"), CHECKED)
 def test_check_passes(
-    name: str, subjects: dict[str, Path], capfd: pytest.CaptureFixture[str]
+    name: str,
+    fast: bool,
+    subjects: dict[str, Path],
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    code = main(["check", str(subjects[name]), "-n", "0"])
+    profile = ["--profile", QUICK_PROFILE] if fast else []
+    if fast:
+        quick(monkeypatch)
+    code = main(["check", str(subjects[name]), "-n", "0", *profile])
     out, err = capfd.readouterr()
     assert code == faults.PASS, out + err
     assert "PASS" in out and not any(sign in out + err for sign in OURS)
@@ -162,7 +174,11 @@ def test_pytest_impl_with_an_absolute_path_outside_the_checkout(
     assert not path.startswith(str(ROOT.resolve()))
     args = style.replace("RELPATH", os.path.relpath(path, ROOT)).replace("PATH", path).split()
     selected = "test_lockstep or test_worked_example"  # the property that needs --impl most
-    done = run_pytest(*args, "-k", selected, env={"CI": "true"})
+    # The default run's one spelling at the quick profile; -m costly's at schedcheck-ci.
+    fast = STYLES[style] == name
+    profile = [f"--hypothesis-profile={QUICK_PROFILE}"] if fast else []
+    env = {"CI": "true", **(quick() if fast else {})}
+    done = run_pytest(*args, *profile, "-k", selected, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"\b\d+ passed", done.stdout) and " skipped" not in done.stdout, done.stdout
 
