@@ -15,7 +15,7 @@ from tests.helpers import ROOT
 
 
 def run_campaign(
-    path: Path, out: Path, monkeypatch: pytest.MonkeyPatch, seconds: float = 4.0
+    path: Path, out: Path, monkeypatch: pytest.MonkeyPatch, seconds: float = 2.0
 ) -> tuple[int, list[str]]:
     monkeypatch.setattr(fuzz, "PROGRESS_EVERY", 0.5)
     lines: list[str] = []
