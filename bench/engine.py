@@ -2,7 +2,7 @@
 P07's.
 
 Run: python -m bench.engine [PATH]
-The same 500 generated engine workloads are checked (every check, E1-E8) on the correct
+The same 500 generated engine workloads are checked (every check, E1-E10) on the correct
 engine written here in nano-vllm's API (tests/engines/correct/), in this process and in
 an isolated worker; medians of 3. P07's figures come from bench.isolation on the same
 machine, for comparison. With PATH (a nano-vllm checkout, say its main), also
@@ -19,6 +19,7 @@ import importlib.util
 import statistics
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -27,11 +28,13 @@ from bench.isolation import SUBMISSION, examples_per_second
 from schedcheck.drive.impl import InProcess
 from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import load_impl
-from schedcheck.engine.checks import VLLM_ON, active
+from schedcheck.engine.adapter import PLAIN, Features
+from schedcheck.engine.checks import active
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO_VLLM
+from schedcheck.engine.nanovllm.config import read_setup
 from schedcheck.engine.search import search_engine
-from schedcheck.engine.setup import read_setup
 from schedcheck.engine.strategies import engine_workloads
 from schedcheck.engine.verdict import Runs, verify_engine
 from schedcheck.engine.workload import EngineWorkload
@@ -43,10 +46,10 @@ CORRECT = Path(__file__).resolve().parent.parent / "tests" / "engines" / "correc
 COUNT = 500
 
 
-def engine_sample(count: int, vllm: bool = False) -> list[EngineWorkload]:
+def engine_sample(count: int, features: Features = PLAIN) -> list[EngineWorkload]:
     found: list[EngineWorkload] = []
 
-    @given(engine_workloads(vllm=vllm))
+    @given(engine_workloads(features=features))
     @settings(
         max_examples=count,
         derandomize=True,
@@ -74,26 +77,26 @@ def vllm_rates() -> str:
     """vLLM's line, or why there is none."""
     if importlib.util.find_spec("vllm") is None:
         return "vLLM: not installed here (.ci/install-vllm)"
-    from schedcheck.engine.vllm.engines import IsolatedVllm, LocalVllm
-    from schedcheck.engine.vllm.setup import vllm_setup
+    from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+    from schedcheck.engine.vllm.config import vllm_setup
 
-    workloads = engine_sample(COUNT, vllm=True)
-    checks = active(on=VLLM_ON)
+    workloads = engine_sample(COUNT, VLLM.features)
+    checks = active(on=VLLM.policies_on)
     setup = vllm_setup(None)
-    local = LocalVllm(setup)
+    local = LocalEngine(VLLM, setup)
     try:
         here = statistics.median(engine_rate(local, workloads, checks) for _ in range(3))
     finally:
         local.stop()
     start = time.perf_counter()
-    isolated = IsolatedVllm(setup)
+    isolated = IsolatedEngine(VLLM, setup)
     started = time.perf_counter() - start
     try:
         boxed = statistics.median(engine_rate(isolated, workloads, checks) for _ in range(3))
     finally:
         isolated.stop()
     return (
-        f"vLLM {local.version} (its v1 Scheduler, {len(workloads)} workloads, E1-E10): "
+        f"vLLM {version('vllm')} (its v1 Scheduler, {len(workloads)} workloads, E1-E10): "
         f"in-process {here:.0f} examples/s, isolated {boxed:.0f} examples/s; its worker "
         f"starts in {started:.1f} s"
     )
@@ -102,7 +105,7 @@ def vllm_rates() -> str:
 def main() -> None:
     workloads = engine_sample(COUNT)
     correct = read_setup(str(CORRECT))
-    local, isolated = LocalEngine(correct), IsolatedEngine(correct)
+    local, isolated = LocalEngine(NANO_VLLM, correct), IsolatedEngine(NANO_VLLM, correct)
     try:
         here = statistics.median(engine_rate(local, workloads) for _ in range(3))
         boxed = statistics.median(engine_rate(isolated, workloads) for _ in range(3))
@@ -126,7 +129,7 @@ def main() -> None:
     )
     print(vllm_rates())
     if len(sys.argv) > 1:
-        engine = IsolatedEngine(read_setup(sys.argv[1]))
+        engine = IsolatedEngine(NANO_VLLM, read_setup(sys.argv[1]))
         try:
             start = time.perf_counter()
             found = search_engine(engine, 1000)

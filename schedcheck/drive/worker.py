@@ -15,6 +15,7 @@ import os
 import sys
 import types
 from collections.abc import Callable
+from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
@@ -23,7 +24,7 @@ from schedcheck.drive.driver import describe, play, run
 from schedcheck.model.trace import Step, Trace
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox.beat import Board
-from schedcheck.sandbox.worker import Tools, Worker, bind, boxed
+from schedcheck.sandbox.worker import Tools, Worker, bind, boxed, ready
 
 
 class Driving(NamedTuple):
@@ -100,24 +101,21 @@ def _read_submission(path: str) -> bytes:
 def main(argv: list[str]) -> None:
     conn, board, path, source = boxed(argv, _read_submission)
     tools = bind(conn, board)  # before the submission runs: what it rebinds, we do not call
+    say = partial(ready, tools)  # likewise
     drive = driving()
-
-    def ready(**message: Any) -> None:
-        tools.send(tools.dumps({"kind": "ready", **message, "serial": 0}).encode())
-
     try:
         module = load_submission(path, source)
     except (Exception, SystemExit) as e:
-        ready(load_error=describe(e, types.SimpleNamespace(__file__=path)))  # type: ignore[arg-type]
+        say(load_error=describe(e, types.SimpleNamespace(__file__=path)))  # type: ignore[arg-type]
         return
     try:
         problems = drive.contract_problems(module)
         if not isinstance(problems, list):
             raise TypeError(f"contract_problems returned {problems!r}, not a list")
     except Exception:  # contract_problems guards every call into the submission
-        ready(internal=tools.format_exc(limit=-8))
+        say(internal=tools.format_exc(limit=-8))
         return
-    ready(problems=problems)
+    say(problems=problems)
     if not problems:
         SchedulerWorker(conn, module, board, tools, drive).serve()
 

@@ -9,8 +9,9 @@ equals the number of block tables holding it; no block appears twice in one tabl
 block shared by several sequences sits at the same index of each table, over the same
 tokens (a shared block is a cached prefix: it must be the same prefix for all holders).
 
-vLLM's pool has two more parts (prefix_problem): a null block (block 0), reserved, in no
-state and no table; and an index of its prefix cache, where a block stays findable by its
+A pool may have two more parts: reserved blocks (vLLM's null block, block 0), in no state
+and no table; and, where hashes name whole prefixes (prefix_problem), an index of its prefix
+cache, where a block stays findable by its
 hash while it waits in the free queue: every entry finds a block holding that hash, every
 hashed block is in the index, and a table that holds a hashed block holds it at the place
 of the prefix the hash names, over those very tokens.
@@ -27,14 +28,11 @@ from schedcheck.invariants.violation import Violation
 
 def check_e3(trace: EngineTrace) -> Iterator[Violation]:
     bs = trace.workload.config.block_size
-    hashes_name_prefixes = trace.runner == "vllm"
+    hashes_name_prefixes = trace.traits.hashes_name_prefixes
     for step in trace.steps:
         for call, pool in (
             ("schedule()", step.after_schedule),
-            (
-                "update_from_output()" if hashes_name_prefixes else "postprocess()",
-                step.after_postprocess,
-            ),
+            (trace.traits.update_call, step.after_postprocess),
         ):
             if pool is None:
                 continue

@@ -1,7 +1,7 @@
 """The engine checks, E1-E10, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
-(invariants/engine/kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
+(kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
 E5 every request finishes in time; E6 the engine raises nothing; E7 each request's output
 equals its output alone; E8 a scheduled sequence's pickled copy carries what the model
 runner needs at that step; E9 (off unless asked for) no more than max_num_seqs sequences
@@ -9,8 +9,8 @@ are running at once; E10 (vLLM only) recompute preemption takes vLLM's victim an
 requeues it at the front.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
-can switch them off (E4) or on (E9, E10) by name; vLLM's runs have all three on. The
-others cannot be switched off.
+can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
+for it (vLLM's has all three on). The others cannot be switched off.
 
 As the spec's checks are (invariants/catalogue.py), each is one entry of ENTRIES, at the
 end of this module, after the functions it names; CATALOGUE and POLICIES derive from it.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
-from schedcheck.engine.runner import RUNNERS, Runner
+from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import Copy, EngineTrace, Scheduled
 from schedcheck.engine.workload import EngineRequest
 from schedcheck.invariants.violation import Violation
@@ -236,7 +236,7 @@ def check_e8(trace: EngineTrace) -> Iterator[Violation]:
     a prefill its block table, num_cached_tokens (and num_scheduled_tokens where the runner
     reads it), len(seq) and token_ids at the positions computed; a decode its block table,
     len(seq) and last_token (a decode's copy may carry no token_ids at all)."""
-    runner = RUNNERS[trace.runner]
+    runner = trace.traits.runner
     for step in trace.steps:
         if not step.copies:
             continue  # its Sequence has no __getstate__: its workers get no pickled copies
@@ -379,9 +379,6 @@ ENTRIES: tuple[EngineCheck, ...] = (
         function=check_e9,
         policy=False,
     ),
-)
-
-VLLM_ENTRIES: tuple[EngineCheck, ...] = (
     EngineCheck(
         id="E10",
         title="preemption takes vLLM's victim and requeues it at the front (vLLM only: fcfs the "
@@ -396,12 +393,10 @@ VLLM_ENTRIES: tuple[EngineCheck, ...] = (
         policy=False,
     ),
 )
-ENTRIES = ENTRIES + VLLM_ENTRIES
-VLLM_ON = frozenset({"E9", "E10"})
-"""The policies on for vLLM: its scheduler keeps the running cap and these preemption rules."""
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
 """Every engine check by id, E1-E10."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
-"""The checks a run may switch (E4, E9), and whether each is made unless switched."""
+"""The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an
+adapter turns more on for its engine: Adapter.policies_on)."""

@@ -1,56 +1,68 @@
-"""`schedcheck engine PATH`: check a nano-vllm checkout's scheduler (docs/engines.md);
-`schedcheck engine --vllm [PATH]`: vLLM's v1 scheduler, installed or a checkout's.
+"""`schedcheck engine [--engine NAME] [PATH]`: check a real engine's scheduler, through the
+adapter registered as NAME (engine/registry.py; nano-vllm's by default, `--engine vllm` for
+vLLM's v1 scheduler). One path for every engine: its adapter sets it up and drives it, and
+this core runs the search, judges the runs and reports (docs/engines.md).
 
 Exit status as for `check`: 0 every check held on every workload tried, 1 a check failed
-(the shrunk counterexample is printed and saved), 2 a usage error (not a nano-vllm
-checkout, an engine that cannot be driven as nano-vllm's and what it lacks, a Config field
-without a value, a file that is not a saved workload), 3 schedcheck's own fault.
+(the shrunk counterexample is printed and saved), 2 a usage error (no such engine, an
+option its adapter does not take, not an engine where PATH points, an engine that cannot
+be driven and what it lacks, a file that is not a saved workload), 3 schedcheck's own fault.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import shlex
 import sys
 import tempfile
 from pathlib import Path
 
 from schedcheck import faults
-from schedcheck.engine.checks import POLICIES, VLLM_ON, active
+from schedcheck.engine import registry
+from schedcheck.engine.adapter import SetupError
+from schedcheck.engine.checks import POLICIES, active
 from schedcheck.engine.html import engine_page
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
-from schedcheck.engine.runner import NANO_VLLM, RUNNERS
 from schedcheck.engine.search import Search, chunks_prefills, search_engine
-from schedcheck.engine.setup import SetupError, read_setup
-from schedcheck.engine.strategies import LABELS, VLLM_LABELS
+from schedcheck.engine.strategies import labels
 from schedcheck.engine.verdict import Runs, Undrivable, verify_engine
-from schedcheck.engine.vllm.engines import MEMORY_MB as VLLM_MEMORY_MB
-from schedcheck.engine.vllm.engines import IsolatedVllm, LocalVllm
-from schedcheck.engine.vllm.setup import vllm_setup
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.faults import CheckerError, SubmissionError
 from schedcheck.sandbox.box import LEVELS
-from schedcheck.sandbox.process import DEFAULT_CALL_TIMEOUT, DEFAULT_MEMORY_MB, Limits
+from schedcheck.sandbox.process import DEFAULT_CALL_TIMEOUT, Limits
+
+__all__ = ["add_parser", "engine_command"]
+
+# The command's options that only some engines take: each adapter says which of these it
+# does (Adapter.options), and a run that gives another is a usage error naming it.
+ENGINE_OPTIONS = ("package", "config", "runner", "prefill")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     engine = commands.add_parser(
-        "engine", help="check a nano-vllm checkout's scheduler, or vLLM's (--vllm)"
+        "engine", help="check a real engine's scheduler: nano-vllm's (default), vLLM's, ..."
     )
     engine.add_argument(
         "path",
         nargs="?",
-        help="a nano-vllm checkout (the folder holding nanovllm/), a fork's, a "
-        "wheel, or a site-packages folder; none with --package: the installed "
-        "package",
+        help="where the engine is: a nano-vllm checkout (the folder holding nanovllm/), a "
+        "fork's, a wheel, or a site-packages folder (none with --package: the installed "
+        "package); for vLLM a checkout, or none: the installed vLLM",
     )
     engine.add_argument(
+        "--engine",
+        metavar="NAME",
+        help=f"which engine's adapter drives it: {', '.join(registry.names())} (default "
+        f"{registry.DEFAULT}), or module:ATTRIBUTE naming an adapter of your own "
+        '(docs/engines.md, "Another engine")',
+    )
+    engine.add_argument(  # the spelling up to 0.3: deprecated, dropped in the next version
         "--vllm",
-        action="store_true",
-        help="check vLLM's v1 scheduler and KV cache manager: the installed vLLM, or the "
-        'checkout at PATH (docs/engines.md, "vLLM")',
+        dest="deprecated_engine",
+        action="store_const",
+        const="vllm",
+        help="deprecated: --engine vllm",
     )
     engine.add_argument(
         "--package",
@@ -67,8 +79,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     engine.add_argument(
         "--runner",
-        choices=NANO_VLLM,
-        help="the model runner's position rules (default: read off the engine's model_runner.py)",
+        metavar="NAME",
+        help="nano-vllm: the model runner's position rules, by name (default: read off the "
+        "engine's model_runner.py)",
     )
     engine.add_argument(
         "--prefill",
@@ -113,8 +126,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--memory-mb",
         type=int,
         metavar="MB",
-        help=f"memory cap of the worker (default {DEFAULT_MEMORY_MB}; {VLLM_MEMORY_MB} with "
-        "--vllm)",
+        help="memory cap of the worker (default: the engine's adapter's)",
     )
     engine.add_argument(
         "--in-process",
@@ -124,62 +136,79 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def engine_command(args: argparse.Namespace) -> int:
-    if args.vllm:
-        return vllm_command(args)
+    """One path for every engine: its adapter sets it up, the core runs and judges it."""
+    name = args.engine
+    if args.deprecated_engine:
+        old = args.deprecated_engine
+        print(
+            f"schedcheck engine: --{old} is deprecated; use --engine {old} (the next version "
+            f"drops --{old})",
+            file=sys.stderr,
+        )
+        if name not in (None, old):
+            print(f"schedcheck engine: --{old} and --engine {name} disagree", file=sys.stderr)
+            return faults.USAGE
+        name = old
+    name = name or registry.DEFAULT
     try:
-        setup = read_setup(args.path, args.package, args.config, args.runner)
-        checks = active(frozenset(args.off), frozenset(args.on))
+        adapter = registry.adapter(name)
+        foreign = [f"--{o.replace('_', '-')}" for o in ENGINE_OPTIONS if _given(args, o)]
+        foreign = [o for o in foreign if o[2:].replace("-", "_") not in adapter.options]
+        if foreign:
+            raise SetupError(
+                f"{', '.join(foreign)}: not an option of {adapter.title}'s adapter "
+                f"(--engine {name})"
+            )
+        setup = adapter.setup(args.path, args)
+        checks = active(frozenset(args.off), frozenset(args.on) | adapter.policies_on)
     except (SetupError, ValueError) as e:
         print(f"schedcheck engine: {e}", file=sys.stderr)
         return faults.USAGE
-    options = [*setup.options, *(f"--off={c}" for c in args.off), *(f"--on={c}" for c in args.on)]
+    options = [
+        *([] if name == registry.DEFAULT else ["--engine", name]),
+        *setup.options,
+        *(f"--off={c}" for c in args.off),
+        *(f"--on={c}" for c in args.on),
+    ]
     if args.prefill:
         options.append(f"--prefill={args.prefill}")
-    shown = f"{setup.root}/{setup.package}"
+    shown = adapter.shown(setup)
     engine: Runs
-    if args.in_process:
-        try:
-            engine = LocalEngine(setup)
-        except Exception as e:  # its import raised: the engine's fault, not ours
-            return load_failure(shown, f"{type(e).__name__}: {e}")
-    else:  # its code runs in its worker only, the import of its modules too
-        limits = Limits(
-            call_timeout=args.call_timeout, memory=(args.memory_mb or DEFAULT_MEMORY_MB) << 20
-        )
-        try:
-            engine = IsolatedEngine(setup, limits)
-        except SubmissionError as e:
-            return load_failure(shown, str(e))
+    try:
+        if args.in_process:
+            engine = LocalEngine(adapter, setup)
+        else:  # its code runs in its worker only, the import of its modules too
+            memory = (args.memory_mb or adapter.memory_mb) << 20
+            limits = Limits(call_timeout=args.call_timeout, memory=memory)
+            engine = IsolatedEngine(adapter, setup, limits)
+    except CheckerError:
+        raise  # ours (the worker did not start, our driver failed): exit 3
+    except SubmissionError as e:  # it did not load in its worker
+        return adapter.not_loaded(shown, str(e))
+    except Exception as e:  # its import raised here (--in-process): the engine's, not ours
+        return adapter.not_loaded(shown, f"{type(e).__name__}: {e}")
     print(f"engine: {shown}")
-    print(
-        f"config: {setup.config_from}"
-        + (f"; no value: {', '.join(setup.unset)}" if setup.unset else "")
-    )
-    runner = RUNNERS[setup.runner]
-    print(
-        f"runner: {runner.name}, the model runner of {runner.source} ({setup.runner_from}): "
-        f"{runner.describe()}"
-    )
+    for line in adapter.header(setup):
+        print(line)
+    print(f"checks: {' '.join(checks)}" + _switched(checks, adapter.policies_on))
+    print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
     try:
         if args.replay:
-            print(f"checks: {' '.join(checks)}")
-            print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
-            return replay(engine, shown, args.replay, checks)
-        chunked = {"chunked": True, "whole": False}.get(args.prefill or "")
-        how = "set with --prefill"
-        if chunked is None:
-            chunked, how = chunks_prefills(engine), "probed: a 6-token prompt, a 4-token budget"
-        kind = "chunked" if chunked else "whole (each workload's budget holds its longest sequence)"
-        print(f"prefill: {kind} ({how})")
-        print(f"checks: {' '.join(checks)}" + _switched(checks))
-        print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
-        found = search_engine(engine, args.examples, checks, chunked)
+            return replay(engine, shown, args.replay, checks, adapter.features.reserved)
+        chunked, how = adapter.prefill(lambda: chunks_prefills(engine), args.prefill)
+        if how is not None:
+            print(how)
+        found = search_engine(engine, args.examples, checks, chunked, adapter.features)
     except Undrivable as e:
-        print(f"schedcheck engine: {shown} cannot be driven as nano-vllm's {e}", file=sys.stderr)
+        print(f"schedcheck engine: {adapter.undrivable(shown, str(e))}", file=sys.stderr)
         return faults.USAGE
     finally:
         engine.stop()
-    return conclude(args, shown, options, found, LABELS, checks)
+    return conclude(args, shown, options, found, labels(adapter.features), checks)
+
+
+def _given(args: argparse.Namespace, option: str) -> bool:
+    return bool(getattr(args, option))  # None, or [] for --config: not given
 
 
 def conclude(
@@ -215,84 +244,17 @@ def conclude(
     return faults.FAIL
 
 
-def vllm_command(args: argparse.Namespace) -> int:
-    """`schedcheck engine --vllm [PATH]`: vLLM's scheduler, in its worker unless --in-process."""
-    nano_only = [
-        f"--{name.replace('_', '-')}"
-        for name in ("package", "runner", "prefill")
-        if getattr(args, name)
-    ] + (["--config"] if args.config else [])
-    try:
-        if nano_only:
-            raise SetupError(
-                f"{', '.join(nano_only)}: nano-vllm's option(s), not vLLM's (its config is "
-                "built from each workload)"
-            )
-        setup = vllm_setup(args.path)
-        checks = active(frozenset(args.off), frozenset(args.on) | VLLM_ON)
-    except (SetupError, ValueError) as e:
-        print(f"schedcheck engine: {e}", file=sys.stderr)
-        return faults.USAGE
-    options = ["--vllm", *(f"--off={c}" for c in args.off)]
-    shown = f"vLLM at {setup.root}"
-    engine: Runs
-    try:
-        if args.in_process:
-            engine = LocalVllm(setup)
-        else:
-            memory = (args.memory_mb or VLLM_MEMORY_MB) << 20
-            engine = IsolatedVllm(setup, Limits(call_timeout=args.call_timeout, memory=memory))
-    except CheckerError:
-        raise  # ours (the worker did not start, our driver failed): exit 3, as every fault of ours
-    except Exception as e:  # vLLM's: not installed whole, or a release this driver cannot drive
-        print(
-            f"schedcheck engine: vLLM at {setup.root} could not be imported and configured "
-            f"here: {e}",
-            file=sys.stderr,
-        )
-        return faults.USAGE
-    print(f"engine: {shown}")
-    print(f"config: {setup.config_from}")
-    runner = RUNNERS[setup.runner]
-    print(f"runner: {runner.source}: {runner.describe()}")
-    print(f"checks: {' '.join(checks)}")
-    print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
-    try:
-        if args.replay:
-            return replay(engine, shown, args.replay, checks, reserved=1)
-        found = search_engine(engine, args.examples, checks, chunked=True, vllm=True)
-    except Undrivable as e:
-        print(f"schedcheck engine: {shown} cannot be driven: {e}", file=sys.stderr)
-        return faults.USAGE
-    finally:
-        engine.stop()
-    return conclude(args, shown, options, found, VLLM_LABELS, checks)
-
-
-def _switched(checks: list[str]) -> str:
-    off = [c for c, on in POLICIES.items() if on and c not in checks]
-    available = [c for c, on in POLICIES.items() if not on and c not in checks]
+def _switched(checks: list[str], on_for_it: frozenset[str]) -> str:
+    """What the checks line adds: the policies this run has off that are on by default for
+    the engine, and those it could switch on."""
+    on = {c for c, by_default in POLICIES.items() if by_default} | on_for_it
+    off = [c for c in POLICIES if c in on and c not in checks]
+    available = [c for c in POLICIES if c not in on and c not in checks]
     words = [
         f"policy off: {' '.join(off)}" if off else "",
         f"policy available: {' '.join(available)} (--on)" if available else "",
     ]
     return "".join(f"; {w}" for w in words if w)
-
-
-def load_failure(root: str, message: str) -> int:
-    """The engine did not load in its worker: a package it imports that is not installed
-    is the user's setup (exit 2), anything else the engine's own failure (E6, exit 1)."""
-    missing = re.search(r"No module named '([\w.]+)'", message)
-    if missing and not missing.group(1).startswith("nanovllm"):
-        print(
-            f"schedcheck engine: {root} imports {missing.group(1)}, which is not installed "
-            "here; install it (nano-vllm's xxhash and numpy come with schedcheck's extra: "
-            "python -m pip install '/path/to/schedcheck[nanovllm]')",
-            file=sys.stderr,
-        )
-        return faults.USAGE
-    print(f"FAIL {root}: E6: the engine raised while it was loaded: {message}")
-    return faults.FAIL
 
 
 def replay(engine: Runs, root: str, files: list[str], checks: list[str], reserved: int = 0) -> int:

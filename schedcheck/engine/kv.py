@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.engine.runner import RUNNERS
 from schedcheck.engine.trace import EngineTrace, Pool, Scheduled
+from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
 
 Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at which step
@@ -28,7 +28,7 @@ Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at
 def check_e2(trace: EngineTrace) -> Iterator[Violation]:
     slots: dict[int, Written] = {}
     bs = trace.workload.config.block_size
-    runner = RUNNERS[trace.runner]
+    runner = trace.traits.runner
     for step in trace.steps:
         # nano-vllm's decode writes into the table's last block, whatever p says
         last = runner.decode == "last-block" and not step.is_prefill
@@ -56,11 +56,13 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                     (seq.name,),
                 )
                 break  # one per sequence per step: the first wrong read tells the story
-        if trace.runner == "vllm" and step.after_postprocess is not None:
-            yield from _promised(step.after_postprocess, slots, bs, step.step)
+        if trace.traits.hashes_name_prefixes and step.after_postprocess is not None:
+            yield from _promised(step.after_postprocess, slots, bs, step.step, trace.traits)
 
 
-def _promised(pool: Pool, slots: dict[int, Written], bs: int, step: int) -> Iterator[Violation]:
+def _promised(
+    pool: Pool, slots: dict[int, Written], bs: int, step: int, traits: Traits
+) -> Iterator[Violation]:
     """Each indexed block holds the KV of the prefix its hash names."""
     for number, b in pool.cache_index:
         prefix = pool.blocks[b].token_ids if 0 <= b < len(pool.blocks) else ()
@@ -73,7 +75,7 @@ def _promised(pool: Pool, slots: dict[int, Written], bs: int, step: int) -> Iter
             yield Violation(
                 "E2",
                 step,
-                "update_from_output()",
+                traits.update_call,
                 f"block {b} is in the prefix cache as hash #{number}, the prefix "
                 f"{_show(prefix)}, but its slot {b * bs + j} holds {_held(found)}, not "
                 f"position {p} "

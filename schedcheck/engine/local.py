@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from schedcheck.engine.drive import run_engine
-from schedcheck.engine.loader import Engine, load_engine
-from schedcheck.engine.setup import EngineSetup
+from schedcheck.engine.adapter import Adapter, EngineSetup
 from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineWorkload
+
+__all__ = ["LocalEngine"]
 
 
 class LocalEngine:
     isolation = "none"
 
-    def __init__(self, setup: EngineSetup) -> None:
-        self.setup = setup
-        self.engine: Engine = load_engine(setup.root, package=setup.package)
+    def __init__(self, adapter: Adapter, setup: EngineSetup) -> None:
+        self.adapter, self.setup = adapter, setup
+        self.traits: Traits = adapter.traits(setup)
+        self.loaded = adapter.load(setup)  # raises what its import raised: the engine's fault
 
     def run(self, workload: EngineWorkload) -> EngineTrace:
-        self.engine.install()
-        return run_engine(self.engine, workload, self.setup)
+        return self.loaded.run(workload, self.setup, None)
 
     def stop(self) -> None:
         """Nothing to stop: it runs here."""

@@ -1,5 +1,6 @@
-"""The model runner an engine is checked with: which positions a step computes for a
-scheduled sequence, and which of its fields a tensor-parallel worker reads.
+"""The model runner an engine is checked with, as data its adapter declares: which positions
+a step computes for a scheduled sequence, and which of its fields a tensor-parallel worker
+reads.
 
 Each rule is one model runner's `prepare_prefill` / `prepare_decode` (or a fork's single
 `prepare_model_input`), read off its code (docs/engines.md, "The model runner"):
@@ -21,8 +22,8 @@ the chunk, as 8d63a98's `seqlen_k = seqlen` did, is the runner's own bug, not ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 Span = Literal["count", "end", "rest"]  # the second field is a count, an end, or unused
 Decode = Literal["last-block", "position", "mixed"]
@@ -73,68 +74,24 @@ class Runner:
         """Whether a sequence of a step is computed by the prefill rule."""
         return is_prefill or self.decode == "mixed"
 
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
-RUNNERS = {
-    r.name: r
-    for r in (
-        Runner(
-            "chunked",
-            "num_cached_tokens",
-            "count",
-            "num_scheduled_tokens",
-            False,
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Runner:
+        span, decode = str(data["span"]), str(data["decode"])
+        if span not in ("count", "end", "rest") or decode not in (
             "last-block",
-            "nano-vllm f64d821 to bb823b3 (April 2026 on)",
-        ),
-        Runner(
-            "chunked-clamped",
-            "num_cached_tokens",
-            "count",
-            "num_scheduled_tokens",
-            True,
-            "last-block",
-            "nano-vllm 8d63a98 to 25794a1 (the first chunked commits)",
-        ),
-        Runner(
-            "whole",
-            "num_cached_tokens",
-            "rest",
-            "",
-            False,
-            "last-block",
-            "nano-vllm before 8d63a98 (9e8507e and earlier)",
-        ),
-        Runner(
-            "mixed",
-            "num_cached_tokens",
-            "count",
-            "num_new_tokens",
-            False,
-            "mixed",
-            "forks in vLLM v1's style (prepare_model_input; CodingPlatelets/nano-vllm-v1 "
-            "7ec374d, tang-jiapeng/nano-vllm-v1 a180672, laurxh/JK-infra b06f7d3)",
-        ),
-        Runner(
-            "window",
-            "scheduled_prefill_start",
-            "end",
-            "scheduled_prefill_end",
-            False,
             "position",
-            "shunwendongan/nano-vllm-online-serving 63ddd4f",
-        ),
-        Runner(
-            "vllm",
-            "num_computed_tokens",
-            "count",
-            "num_scheduled_tokens",
-            False,
             "mixed",
-            "vLLM v1's GPUModelRunner (_prepare_inputs: positions num_computed_tokens + "
-            "arange(num_scheduled_tokens), slots through the block table; `schedcheck "
-            "engine --vllm` only)",
-        ),
-    )
-}
-NANO_VLLM = tuple(sorted(name for name in RUNNERS if name != "vllm"))
-"""The runners a nano-vllm checkout can be driven with (`--runner`)."""
+        ):
+            raise ValueError(f"not a model runner's rules: span {span!r}, decode {decode!r}")
+        return cls(
+            str(data["name"]),
+            str(data["start"]),
+            span,  # type: ignore[arg-type]
+            str(data["span_field"]),
+            bool(data["clamp"]),
+            decode,  # type: ignore[arg-type]
+            str(data["source"]),
+        )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from hypothesis import find, settings
 from hypothesis.errors import NoSuchExample
 
-from schedcheck.engine.runner import RUNNERS
+from schedcheck.engine.adapter import PLAIN, Features
 from schedcheck.engine.strategies import engine_workloads, observe
 from schedcheck.engine.verdict import EngineVerdict, Runs, verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
@@ -32,7 +32,7 @@ def chunks_prefills(engine: Runs) -> bool:
     """Whether the engine splits a prompt longer than the budget over steps (probed: one
     6-token prompt under a 4-token budget). An engine that does not chunk cannot admit
     such a prompt at all, so its workloads keep the budget over every prefill."""
-    if RUNNERS[engine.setup.runner].span == "rest":
+    if engine.traits.runner.span == "rest":
         return False  # its runner computes every prefill to the end
     probe = EngineWorkload(EngineConfig(8, 2, 1, 4), (EngineRequest("r1", (1, 2) * 3, 1),), 2)
     trace = verify_engine(engine, probe).trace
@@ -46,10 +46,10 @@ def search_engine(
     examples: int = 1000,
     checks: list[str] | None = None,
     chunked: bool | None = None,
-    vllm: bool = False,
+    features: Features = PLAIN,
 ) -> Search:
-    """`chunked`: whether the engine chunks prefills (default: probed); `vllm`: vLLM's
-    workloads (engine/strategies.py)."""
+    """`chunked`: whether the engine chunks prefills (default: probed); `features`: what its
+    workloads draw (its adapter's)."""
     found = Search()
     start = time.monotonic()
     if chunked is None:
@@ -63,7 +63,7 @@ def search_engine(
 
     options = settings(SEARCH, max_examples=examples)  # `check`'s hunt, derandomized
     try:
-        strategy = engine_workloads(whole_prefill=not chunked, vllm=vllm)
+        strategy = engine_workloads(whole_prefill=not chunked, features=features)
         workload = find(strategy, fails, settings=options)
         found.failure = (workload, verify_engine(engine, workload, checks))
     except NoSuchExample:

@@ -8,9 +8,9 @@ re-prefill after it and chunked prefill; arrivals spread over steps; eos comes f
 token function (sometimes), and some requests ignore it. Everything shrinks toward fewer
 requests, shorter prompts, earlier arrivals and smaller configs.
 
-For vLLM (`vllm=True`) the same draws, and what only its scheduler has: the priority policy
-with a priority per request, stop tokens, aborts at any step, and the null block its pool
-keeps out of play (one block more).
+What an engine has beyond that, its adapter declares (adapter.Features) and its workloads
+draw: the priority policy with a priority per request, stop tokens, aborts at any step,
+longer outputs, tighter pools, and blocks its pool keeps out of play (vLLM's null block).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
+from schedcheck.engine.adapter import PLAIN, Features
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
@@ -47,7 +48,17 @@ LABELS = (
     EOS_FINISH,
     IGNORED_EOS,
 )
-VLLM_LABELS = (*LABELS, ABORTED, STOPPED, PRIORITY)
+
+
+def labels(features: Features) -> tuple[str, ...]:
+    """The hard parts an engine with `features` can reach."""
+    extra = (
+        (ABORTED, features.aborts),
+        (STOPPED, features.stops),
+        (PRIORITY, features.priorities),
+    )
+    return (*LABELS, *(label for label, has in extra if has))
+
 
 _TOKENS = st.integers(1, 3)
 
@@ -57,7 +68,7 @@ def engine_workloads(
     draw: st.DrawFn,
     max_requests: int = MAX_REQUESTS,
     whole_prefill: bool = False,
-    vllm: bool = False,
+    features: Features = PLAIN,
 ) -> EngineWorkload:
     """`whole_prefill` for an engine that does not chunk prefills (nano-vllm before
     8d63a98, and forks): a prefill computes a sequence to its end in one step, so the
@@ -75,12 +86,11 @@ def engine_workloads(
         request = EngineRequest(
             f"r{i}",
             tuple(prompt or [1]),
-            draw(st.integers(1, 8 if vllm else 5)),  # vLLM: decodes long enough to preempt
+            draw(st.integers(1, features.max_tokens)),
             draw(st.booleans()),
             arrival,
         )
-        if vllm:
-            request = _vllm_request(draw, request, vocab)
+        request = _extras(draw, request, vocab, features)
         requests.append(request)
     # nano-vllm never sees a block of one token: its Config asserts a multiple of 256, and
     # its `len(seq) % block_size == 1` (a new block at a boundary) never fires at size 1.
@@ -91,9 +101,9 @@ def engine_workloads(
     # asserted max_num_batched_tokens >= max_model_len then): the budget holds the longest
     # sequence, a re-prefill after preemption included.
     longest = max(len(r.prompt) + r.max_tokens for r in requests) if whole_prefill else 1
-    # vLLM: its null block, and pools tighter still: its requests run together from the
-    # first step (no prefill-only steps), so preemption needs a pool close to the need
-    blocks = draw(st.integers(need, need + 3)) + 1 if vllm else draw(st.integers(need, need + 6))
+    # the blocks the pool keeps out of play on top; an engine whose requests run together
+    # from the first step (no prefill-only steps) preempts only in a pool close to the need
+    blocks = draw(st.integers(need, need + features.pool_slack)) + features.reserved
     config = EngineConfig(
         num_blocks=blocks,
         block_size=block_size,
@@ -101,17 +111,24 @@ def engine_workloads(
         # A decode step gives every running sequence a token up to max_num_seqs, without
         # looking at the token budget: valid configs keep the budget at least that large.
         max_num_batched_tokens=draw(st.integers(max(seqs, longest), max(12, longest))),
-        policy=draw(st.sampled_from(["fcfs", "priority"])) if vllm else "fcfs",
+        policy=draw(st.sampled_from(["fcfs", "priority"])) if features.priorities else "fcfs",
     )
     return EngineWorkload(config, tuple(requests), vocab, draw(st.sampled_from([2, 0, 5])))
 
 
-def _vllm_request(draw: st.DrawFn, request: EngineRequest, vocab: int) -> EngineRequest:
-    """A priority, stop tokens (mostly none) and an abort step (mostly never)."""
-    stop = draw(st.lists(st.integers(1, vocab), max_size=1 if vocab > 1 else 0, unique=True))
-    aborted = draw(st.integers(0, 3)) == 3  # one request in four
-    abort = draw(st.integers(request.arrival, request.arrival + 6)) if aborted else 0
-    return replace(request, priority=draw(st.integers(0, 2)), stop=tuple(stop), abort=abort)
+def _extras(
+    draw: st.DrawFn, request: EngineRequest, vocab: int, features: Features
+) -> EngineRequest:
+    """What the engine has of stop tokens (mostly none), an abort step (mostly never) and a
+    priority, drawn in that order."""
+    stop: list[int] = []
+    if features.stops:
+        stop = draw(st.lists(st.integers(1, vocab), max_size=1 if vocab > 1 else 0, unique=True))
+    abort = 0
+    if features.aborts and draw(st.integers(0, 3)) == 3:  # one request in four
+        abort = draw(st.integers(request.arrival, request.arrival + 6))
+    priority = draw(st.integers(0, 2)) if features.priorities else 0
+    return replace(request, priority=priority, stop=tuple(stop), abort=abort)
 
 
 def observe(trace: EngineTrace) -> set[str]:

@@ -1,9 +1,11 @@
 """What a run of an engine showed: plain values copied out at every step.
 
 Per step: the scheduled sequences as the model runner sees them (where their computation
-starts, how many tokens, their tokens and block tables), what each one's pickled copy
-carried (what nano-vllm's tensor-parallel workers receive), the tokens sampled, and the
-block pool after schedule() and after postprocess(). Nothing here is the engine's object.
+starts, how many tokens, their tokens and block tables), what the runner's own copy of each
+carried (a tensor-parallel worker's pickled copy, or a runner built from the scheduler's
+output alone), the tokens sampled, and the block pool after the step's two calls. With
+them, the traits its adapter declared (the runner's rules): the checks need nothing else.
+Nothing here is the engine's object.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineWorkload
 
 
@@ -76,13 +79,14 @@ class EngineStep:
     after_postprocess: Pool | None  # None when postprocess() raised
 
 
-UNDRIVABLE = "undrivable"  # a stop that is no verdict: the engine is not of nano-vllm's shape
+UNDRIVABLE = "undrivable"  # a stop that is no verdict: the engine is not of the shape its
+# adapter drives
 
 
 @dataclass(frozen=True)
 class EngineFailure:
-    """The run stopped: the engine raised (E6) or did not finish in time (E5); or it could
-    not be driven as nano-vllm's (UNDRIVABLE: a usage error, exit 2, never a verdict)."""
+    """The run stopped: the engine raised (E6) or did not finish in time (E5); or its adapter
+    could not drive it (UNDRIVABLE: a usage error, exit 2, never a verdict)."""
 
     check: str
     step: int
@@ -93,7 +97,7 @@ class EngineFailure:
 @dataclass(frozen=True)
 class EngineTrace:
     workload: EngineWorkload
-    runner: str  # the model runner's rules it was driven with (invariants/engine/runner.py)
+    traits: Traits  # the engine's rules it was driven with, as its adapter declares them
     steps: tuple[EngineStep, ...] = ()
     outputs: dict[str, tuple[int, ...]] = field(default_factory=dict)
     failure: EngineFailure | None = None
@@ -120,7 +124,7 @@ class EngineTrace:
 
         return {
             "workload": self.workload.to_dict(),
-            "runner": self.runner,
+            "traits": self.traits.to_dict(),
             "steps": [
                 {
                     "step": s.step,
@@ -183,7 +187,7 @@ class EngineTrace:
         failure = data["failure"]
         return cls(
             EngineWorkload.from_dict(data["workload"]),
-            str(data["runner"]),
+            Traits.from_dict(data["traits"]),
             tuple(steps),
             {k: tup(v) or () for k, v in data["outputs"].items()},
             None if failure is None else EngineFailure(**failure),

@@ -1,4 +1,4 @@
-"""One engine on one workload: run it, check the trace (E1-E8), say what fired in words."""
+"""One engine on one workload: run it, check the trace (E1-E10), say what fired in words."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from schedcheck.engine.checks import CATALOGUE, check_engine
-from schedcheck.engine.runner import RUNNERS
-from schedcheck.engine.setup import EngineSetup
 from schedcheck.engine.trace import UNDRIVABLE, EngineTrace
+from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.invariants.violation import Violation
 
@@ -20,7 +19,7 @@ class Runs(Protocol):
     def isolation(self) -> str: ...
 
     @property
-    def setup(self) -> EngineSetup: ...
+    def traits(self) -> Traits: ...
 
     def run(self, workload: EngineWorkload) -> EngineTrace: ...
 
@@ -43,7 +42,8 @@ class EngineVerdict:
 
 
 class Undrivable(Exception):
-    """The engine cannot be driven as nano-vllm's (a usage error, exit 2): what it lacks."""
+    """The engine cannot be driven as its adapter drives it (a usage error, exit 2): what it
+    lacks."""
 
 
 def verify_engine(
@@ -81,7 +81,7 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
         "",
-        f"steps (runner {trace.runner}; positions computed, block tables):",
+        f"steps (runner {trace.traits.runner.name}; positions computed, block tables):",
         "| step | phase | scheduled | sampled | free blocks after |",
         "|---|---|---|---|---|",
     ]
@@ -91,7 +91,7 @@ def report(violation: Violation, trace: EngineTrace) -> str:
             for s in step.scheduled
         )
         pool = step.after_postprocess or step.after_schedule
-        mixed = RUNNERS[trace.runner].decode == "mixed"  # no step-wide phase
+        mixed = trace.traits.runner.decode == "mixed"  # no step-wide phase
         phase = "mixed" if mixed else "prefill" if step.is_prefill else "decode"
         cached = f" (cached: {list(pool.cached)})" if pool.cached else ""
         lines.append(

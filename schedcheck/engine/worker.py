@@ -1,67 +1,66 @@
-"""The engine's worker process: a nano-vllm checkout loaded and driven inside the box.
+"""An engine's worker process, whatever the engine: its adapter reads what it needs before
+the box (adapter.before_box), loads the engine inside it (adapter.in_box: the engine's own
+code runs there, never in the checking process), and drives each run there; each run's
+trace goes back as plain data, and the checks run in the parent.
 
-Started by `schedcheck.engine.isolated` as `python -m schedcheck.engine.worker` with the sandbox
-worker's arguments (schedcheck/sandbox/worker.py), PATH being the box's own copy of the
-checkout's `nanovllm/` sources. The sources are read before the box is entered; the engine
-is loaded from memory inside it, driven with the simulated model runner, and each run's
-trace goes back as plain data. The checks run in the parent.
+Each adapter's worker module is one line, `serve(ADAPTER)`, started by engine/isolated.py
+as `python -m WORKER` with the sandbox worker's arguments (schedcheck/sandbox/worker.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from schedcheck.engine.drive import bound, run_engine
-from schedcheck.engine.loader import Engine, load_engine, read_sources
-from schedcheck.engine.setup import EngineSetup
+from schedcheck.engine.adapter import Adapter, EngineSetup, Loaded
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.sandbox.beat import Board
-from schedcheck.sandbox.worker import Worker, boxed
+from schedcheck.sandbox.worker import Worker, bind, boxed, ready
 
-# What nano-vllm's scheduling modules import (xxhash and numpy when the extra is installed)
-# and what the driver needs: after the privilege drop nothing new can be imported.
-PRELOAD = ("array", "hashlib", "inspect", "pickle", "zlib", "xxhash", "numpy")
+__all__ = ["LoadError", "serve"]
 
 
-def calls(workload: EngineWorkload) -> int:
-    """Calls into the engine a run makes at most: Scheduler(); SamplingParams(), Sequence()
-    and add() per request; is_finished(), schedule(), postprocess() and a pickle per
-    scheduled sequence per step, up to the bound and one more."""
-    per_step = 3 + workload.config.max_num_seqs
-    return 1 + 3 * len(workload.requests) + (bound(workload) + 2) * per_step
+@dataclass(frozen=True)
+class LoadError:
+    """What before_box returns when the engine's own code failed to load (its fault, told
+    to the parent as a load error); an exception it raises is ours."""
+
+    message: str
 
 
 class EngineWorker(Worker):
-    def __init__(self, conn: Connection, engine: Engine, board: Board) -> None:
+    def __init__(self, conn: Connection, loaded: Loaded, board: Board) -> None:
         super().__init__(conn, board)
-        self.engine = engine
+        self.loaded = loaded
 
     def op_engine_run(self, request: dict[str, Any]) -> None:
         workload = EngineWorkload.from_dict(request["workload"])
         setup = EngineSetup.from_dict(request["setup"])
-        trace = run_engine(self.engine, workload, setup, self.heartbeat)
+        trace = self.loaded.run(workload, setup, self.heartbeat)
         self.send(kind="result", value=trace.to_dict())
 
 
-def main(argv: list[str]) -> None:
-    # PATH is the copy of the engine's package folder (nanovllm/, or a fork's own name).
-    conn, board, path, sources = boxed(argv, read_sources, PRELOAD)
+def serve(adapter: Adapter, argv: list[str] | None = None) -> None:
+    """The worker's whole life; it never returns to the engine's atexit hooks or finalizers."""
     try:
-        engine = load_engine(os.path.dirname(path), sources, os.path.basename(path))
-    except (Exception, SystemExit) as e:
-        message = f"{type(e).__name__}: {e}"
-        conn.send_bytes(json.dumps({"kind": "ready", "load_error": message, "serial": 0}).encode())
-        return
-    conn.send_bytes(json.dumps({"kind": "ready", "problems": [], "serial": 0}).encode())
-    EngineWorker(conn, engine, board).serve()
-
-
-if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
+        _main(adapter, sys.argv[1:] if argv is None else argv)
     finally:
-        os._exit(0)  # never run the engine's atexit hooks or finalizers
+        os._exit(0)
+
+
+def _main(adapter: Adapter, argv: list[str]) -> None:
+    conn, board, path, read = boxed(argv, adapter.before_box, adapter.preload)
+    tools = bind(conn, board)
+    if isinstance(read, LoadError):
+        ready(tools, load_error=read.message)
+        return
+    try:
+        loaded = adapter.in_box(path, read)
+    except (Exception, SystemExit) as e:  # the engine's import: its fault, not ours
+        ready(tools, load_error=f"{type(e).__name__}: {e}")
+        return
+    ready(tools, problems=[])
+    EngineWorker(conn, loaded, board).serve()

@@ -93,6 +93,27 @@ def bind(conn: Connection, board: Board) -> Tools:
     )
 
 
+def ready(
+    tools: Tools,
+    *,
+    problems: list[str] | None = None,
+    load_error: str | None = None,
+    internal: str | None = None,
+) -> None:
+    """The worker's second message, after "booted": the code under test loaded (and the
+    contract problems it has: `problems`), or why it did not (`load_error`: its fault;
+    `internal`: ours). Every worker says it here, and the parent reads it in one place
+    (process.py, Sandbox.start)."""
+    message: dict[str, Any] = {"kind": "ready", "serial": 0}
+    if load_error is not None:
+        message["load_error"] = load_error
+    elif internal is not None:
+        message["internal"] = internal
+    else:
+        message["problems"] = list(problems or ())
+    tools.send(tools.dumps(message).encode())
+
+
 class Worker:
     """The loop: one command in, plain data out.
 

@@ -18,10 +18,11 @@ from schedcheck import faults
 from schedcheck.cli.main import main
 from schedcheck.engine.checks import CATALOGUE, check_engine
 from schedcheck.engine.isolated import IsolatedEngine
-from schedcheck.engine.loader import NotAnEngine, load_engine
 from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
+from schedcheck.engine.nanovllm.config import read_setup
+from schedcheck.engine.nanovllm.loader import NotAnEngine, load_engine
 from schedcheck.engine.search import search_engine
-from schedcheck.engine.setup import read_setup
 from schedcheck.engine.strategies import LABELS, engine_workloads
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.verdict import verify_engine
@@ -54,7 +55,7 @@ SHARED = workload(request("r1", 1, 1, 2, 1), request("r2", 1, 1, 2, 2, arrival=2
 
 @pytest.fixture(scope="module")
 def correct() -> LocalEngine:
-    return LocalEngine(read_setup(str(CORRECT)))
+    return LocalEngine(NANO, read_setup(str(CORRECT)))
 
 
 @given(w=engine_workloads())
@@ -75,7 +76,7 @@ TODAY = {MUTANTS[(2 * rotation_day() + k) % len(MUTANTS)] for k in range(2)}
     ids=lambda p: p.stem,
 )
 def test_each_mutant_is_caught_by_the_check_it_names(mutant: Path) -> None:
-    found = search_engine(LocalEngine(read_setup(str(checkout(mutant)))), examples=1000)
+    found = search_engine(LocalEngine(NANO, read_setup(str(checkout(mutant)))), examples=1000)
     assert found.failure is not None, f"{mutant.stem} passed {found.examples} workloads"
     check = found.failure[1].violations[0].check
     assert check in expected_checks(mutant), found.failure[1].report()
@@ -88,7 +89,7 @@ WHOLE = CORRECT.parent / "whole"  # nano-vllm's generation before chunked prefil
 @given(w=engine_workloads(whole_prefill=True))
 @SEARCH
 def test_the_whole_prefill_generation_is_driven_and_passes(w: EngineWorkload) -> None:
-    engine = LocalEngine(read_setup(str(WHOLE)))
+    engine = LocalEngine(NANO, read_setup(str(WHOLE)))
     assert engine.setup.runner == "whole"
     verdict = verify_engine(engine, w)
     assert verdict.ok, verdict.report()
@@ -102,7 +103,7 @@ def test_the_whole_prefill_generation_is_checked_too(tmp_path: Path) -> None:
     sequence = root / "nanovllm" / "engine" / "sequence.py"
     rule = "\n\nSequence._sends_all_tokens = lambda self: self.num_completion_tokens == 0\n"
     sequence.write_text(sequence.read_text() + rule)
-    found = search_engine(LocalEngine(read_setup(str(root))), examples=1000)
+    found = search_engine(LocalEngine(NANO, read_setup(str(root))), examples=1000)
     assert found.failure is not None and found.failure[1].violations[0].check == "E8"
 
 
@@ -149,14 +150,16 @@ def _engine_with(tmp_path: Path, scheduler_body: str) -> Path:
 
 def test_an_engine_that_never_finishes_is_e5(tmp_path: Path) -> None:
     root = _engine_with(tmp_path, "\n\nScheduler.schedule = lambda self: ([], False)\n")
-    verdict = verify_engine(LocalEngine(read_setup(str(root))), SHARED)
+    verdict = verify_engine(LocalEngine(NANO, read_setup(str(root))), SHARED)
     assert [v.check for v in verdict.violations] == ["E5"]
     assert "not finished after" in verdict.violations[0].message
 
 
 def test_an_engine_that_raises_is_e6_naming_its_line(tmp_path: Path) -> None:
     body = "\n\ndef _boom(self, seq):\n    raise RuntimeError('no room')\n\nScheduler.add = _boom\n"
-    verdict = verify_engine(LocalEngine(read_setup(str(_engine_with(tmp_path, body)))), SHARED)
+    verdict = verify_engine(
+        LocalEngine(NANO, read_setup(str(_engine_with(tmp_path, body)))), SHARED
+    )
     (v,) = verdict.violations
     assert v.check == "E6" and "RuntimeError: no room" in v.message
     assert "nanovllm/engine/scheduler.py" in v.message and "_boom" in v.message
@@ -243,7 +246,9 @@ def test_an_engine_that_hangs_or_ends_its_worker_is_e6(
     tmp_path: Path, turn: str, said: str
 ) -> None:
     body = TURN.format(turn=turn)
-    engine = IsolatedEngine(read_setup(str(_engine_with(tmp_path, body))), Limits(call_timeout=0.5))
+    engine = IsolatedEngine(
+        NANO, read_setup(str(_engine_with(tmp_path, body))), Limits(call_timeout=0.5)
+    )
     try:
         assert engine.isolation in {"full", "uid", "process"}
         verdict = verify_engine(engine, SHARED)
@@ -255,7 +260,7 @@ def test_an_engine_that_hangs_or_ends_its_worker_is_e6(
 
 
 def test_isolated_and_in_process_traces_are_the_same(correct: LocalEngine) -> None:
-    engine = IsolatedEngine(read_setup(str(CORRECT)))
+    engine = IsolatedEngine(NANO, read_setup(str(CORRECT)))
     try:
         assert engine.run(SHARED) == correct.run(SHARED)
         assert engine.setup.runner == correct.setup.runner == "chunked"
@@ -307,7 +312,7 @@ def test_an_engine_that_hashes_as_nano_vllm_does_runs_in_its_box(tmp_path: Path)
     shutil.copytree(CORRECT, root)
     manager = root / "nanovllm" / "engine" / "block_manager.py"
     manager.write_text(manager.read_text() + NANO_HASH)
-    engine = IsolatedEngine(read_setup(str(root)))
+    engine = IsolatedEngine(NANO, read_setup(str(root)))
     try:
         found = search_engine(engine, examples=200)
     finally:

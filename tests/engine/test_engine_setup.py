@@ -14,11 +14,13 @@ import pytest
 
 from schedcheck import faults
 from schedcheck.cli.main import main
+from schedcheck.engine.adapter import SetupError
 from schedcheck.engine.blocks import pool_problem
 from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
+from schedcheck.engine.nanovllm.config import detect_runner, read_config, read_setup
 from schedcheck.engine.search import search_engine
-from schedcheck.engine.setup import SetupError, detect_runner, read_config, read_setup
 from schedcheck.engine.strategies import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT
 from schedcheck.engine.trace import Block, Pool
 from schedcheck.engine.verdict import Undrivable, verify_engine
@@ -65,9 +67,9 @@ def test_a_forks_own_config_field_is_read_and_can_be_set(tmp_path: Path) -> None
         "class Config:\n    model: str\n    enable_chunked_prefill: bool = False\n"
         "    chunk_size: int = 4\n"
     )
-    assert verify_engine(LocalEngine(read_setup(str(root))), ONE).ok
+    assert verify_engine(LocalEngine(NANO, read_setup(str(root))), ONE).ok
     on = read_setup(str(root), config=["enable_chunked_prefill='on'"])
-    assert verify_engine(LocalEngine(on), ONE).ok
+    assert verify_engine(LocalEngine(NANO, on), ONE).ok
     with pytest.raises(SetupError, match="draws max_num_seqs"):
         read_setup(str(root), config=["max_num_seqs=3"])
 
@@ -118,7 +120,7 @@ def test_a_package_of_another_name_and_a_wheel_are_driven(tmp_path: Path) -> Non
     root = fork(tmp_path, package="myengine")
     setup = read_setup(str(root))
     assert setup.package == "myengine"
-    assert verify_engine(LocalEngine(setup), ONE).ok
+    assert verify_engine(LocalEngine(NANO, setup), ONE).ok
     wheel = tmp_path / "myengine-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as z:
         for path in (root / "myengine").rglob("*.py"):
@@ -133,7 +135,7 @@ def test_schedule_may_answer_with_more_than_nano_vllms_pair(tmp_path: Path) -> N
         "Scheduler.schedule = lambda self: (*_schedule(self), {'swap': {}})\n"
     )
     assert verify_engine(
-        LocalEngine(read_setup(str(fork(tmp_path, **{"engine.scheduler": body})))), ONE
+        LocalEngine(NANO, read_setup(str(fork(tmp_path, **{"engine.scheduler": body})))), ONE
     ).ok
 
 
@@ -157,13 +159,13 @@ def test_what_cannot_be_driven_is_a_usage_error_saying_what(
 ) -> None:
     root = fork(tmp_path, **{"engine.scheduler": body})
     with pytest.raises(Undrivable, match=said.replace("(", r"\(").replace(")", r"\)")):
-        verify_engine(LocalEngine(read_setup(str(root))), ONE)
+        verify_engine(LocalEngine(NANO, read_setup(str(root))), ONE)
     assert main(["engine", str(root)]) == faults.USAGE
     assert said in capfd.readouterr().err
 
 
 def test_e9_is_a_policy_off_by_default_and_safety_checks_cannot_be_switched() -> None:
-    trace = LocalEngine(read_setup(str(CORRECT))).run(ONE)  # r2 arrives while r1 runs
+    trace = LocalEngine(NANO, read_setup(str(CORRECT))).run(ONE)  # r2 arrives while r1 runs
     assert check_engine(trace) == []
     assert [v.check for v in check_engine(trace, active(on=frozenset({"E9"})))] == ["E9"]
     assert "E4" not in active(off=frozenset({"E4"}))
@@ -174,7 +176,7 @@ def test_e9_is_a_policy_off_by_default_and_safety_checks_cannot_be_switched() ->
 
 
 def test_e8_asks_of_a_decodes_copy_its_last_token_not_its_tokens() -> None:
-    trace = LocalEngine(read_setup(str(CORRECT))).run(ONE)
+    trace = LocalEngine(NANO, read_setup(str(CORRECT))).run(ONE)
     i, step = next((i, s) for i, s in enumerate(trace.steps) if not s.is_prefill)
     seq, copy = step.scheduled[0], step.copies[0]
     assert copy.token_ids == () and copy.last_token == seq.token_ids[-1]  # nano-vllm's rule
@@ -191,7 +193,7 @@ def test_a_block_of_one_token_is_not_valid_input() -> None:
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda p: p.stem)
 def test_a_correct_engine_of_a_forks_shape_passes(shape: Path) -> None:
     setup = read_setup(str(checkout(shape)), runner=runner_of(shape))
-    found = search_engine(LocalEngine(setup), examples=300)
+    found = search_engine(LocalEngine(NANO, setup), examples=300)
     assert found.failure is None, found.failure[1].report() if found.failure else ""
     # each shape reaches what makes it a shape: mixed batches chunk, a cached pool is hit
     assert {CHUNKED, FREE_BLOCK_HIT} <= set(found.reached), found.reached
@@ -226,7 +228,7 @@ def test_an_engine_whose_eos_is_a_set_of_stop_ids_is_driven(tmp_path: Path) -> N
     text = scheduler.read_text()
     assert "token_id == self.eos" in text
     scheduler.write_text(text.replace("token_id == self.eos", "token_id in self.eos"))
-    found = search_engine(LocalEngine(read_setup(str(root))), examples=100)
+    found = search_engine(LocalEngine(NANO, read_setup(str(root))), examples=100)
     assert found.failure is None and found.reached[EOS_FINISH] > 0
 
 
@@ -254,16 +256,29 @@ def test_a_checkout_without_an_engine_at_its_top_names_those_below(tmp_path: Pat
     assert read_setup(str(tmp_path / "repo" / "src")).package == "nanovllm"
 
 
-def test_engine_vllm_usage_errors_are_exit_2_naming_the_problem(
+def test_engine_usage_errors_are_exit_2_naming_the_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--vllm PATH` where PATH holds no vLLM checkout, or with nano-vllm's own options:
-    a usage error (exit 2) saying so, before anything of vLLM is imported."""
-    assert main(["engine", "--vllm", str(tmp_path)]) == faults.USAGE
+    """`--engine vllm PATH` where PATH holds no vLLM checkout, an option its adapter does not
+    take, an engine nobody registered, a runner nano-vllm has no rules for: a usage error
+    (exit 2) saying so, before anything of the engine is imported."""
+    assert main(["engine", "--engine", "vllm", str(tmp_path)]) == faults.USAGE
     assert "holds no vLLM checkout (no vllm/v1/core/sched/scheduler.py)" in capsys.readouterr().err
-    assert main(["engine", "--vllm", "--runner", "chunked"]) == faults.USAGE
+    assert main(["engine", "--engine", "vllm", "--runner", "chunked"]) == faults.USAGE
     err = capsys.readouterr().err
-    assert "--runner: nano-vllm's option(s), not vLLM's" in err
-    # "vllm" is no nano-vllm runner: argparse refuses it
-    assert main(["engine", "--vllm", "--runner", "vllm"]) == faults.USAGE
-    assert "invalid choice: 'vllm'" in capsys.readouterr().err
+    assert "--runner: not an option of vLLM's adapter (--engine vllm)" in err
+    assert main(["engine", "--engine", "nosuch", str(tmp_path)]) == faults.USAGE
+    assert "--engine nosuch: no such engine (the engines: nanovllm, vllm" in capsys.readouterr().err
+    assert main(["engine", str(CORRECT), "--runner", "vllm"]) == faults.USAGE
+    assert "--runner vllm: not one of chunked" in capsys.readouterr().err
+
+
+def test_the_old_vllm_spelling_still_works_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["engine", "--vllm", str(tmp_path)]) == faults.USAGE
+    err = capsys.readouterr().err
+    assert "--vllm is deprecated; use --engine vllm" in err
+    assert "holds no vLLM checkout" in err  # it went on as --engine vllm
+    assert main(["engine", "--vllm", "--engine", "nanovllm", str(tmp_path)]) == faults.USAGE
+    assert "--vllm and --engine nanovllm disagree" in capsys.readouterr().err

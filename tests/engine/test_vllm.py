@@ -1,4 +1,4 @@
-"""vLLM's own v1 scheduler under `schedcheck engine --vllm` (docs/engines.md, "vLLM").
+"""vLLM's own v1 scheduler under `schedcheck engine --engine vllm` (docs/engines.md, "vLLM").
 
 Marked `vllm`: they need vLLM installed (.ci/run installs the release pinned in
 .ci/vllm-requirements.txt and sets SCHEDCHECK_REQUIRE_VLLM, so they may not skip there);
@@ -14,53 +14,56 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from schedcheck.engine.checks import VLLM_ON, active, check_engine
+from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
-from schedcheck.engine.strategies import VLLM_LABELS
+from schedcheck.engine.strategies import labels
+from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from tests.engines.vllm.mutants import MUTANTS, VllmMutant
 
 pytestmark = pytest.mark.vllm
 REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"
-CHECKS = active(frozenset(), VLLM_ON)
+CHECKS = active(frozenset(), VLLM.policies_on)
 
 
 @pytest.fixture(scope="module")
-def vllm() -> Iterator[object]:
+def vllm() -> Iterator[LocalEngine]:
     if importlib.util.find_spec("vllm") is None:
         if os.environ.get(REQUIRE):
             pytest.fail(f"vLLM is not installed; {REQUIRE} is set, so these tests must run")
         pytest.skip("vLLM is not installed (.ci/run installs it: .ci/vllm-requirements.txt)")
-    from schedcheck.engine.vllm.engines import LocalVllm
-    from schedcheck.engine.vllm.setup import vllm_setup
+    from schedcheck.engine.vllm.config import vllm_setup
 
-    engine = LocalVllm(vllm_setup(None))
+    engine = LocalEngine(VLLM, vllm_setup(None))
     yield engine
     engine.stop()
 
 
-def test_the_release_passes_a_bounded_search_and_reaches_every_hard_part(vllm: object) -> None:
-    from schedcheck.engine.vllm.engines import LocalVllm
+def build(engine: LocalEngine) -> Any:
+    """The vLLM build the engine drives (where the mutants patch the release)."""
+    return engine.loaded.build
 
-    assert isinstance(vllm, LocalVllm)
-    vllm.build.patch = None
-    found = search_engine(vllm, 400, CHECKS, chunked=True, vllm=True)
+
+def test_the_release_passes_a_bounded_search_and_reaches_every_hard_part(
+    vllm: LocalEngine,
+) -> None:
+    build(vllm).patch = None
+    found = search_engine(vllm, 400, CHECKS, chunked=True, features=VLLM.features)
     assert found.failure is None, found.failure[1].report()
-    missed = [label for label in VLLM_LABELS if not found.reached[label]]
+    missed = [label for label in labels(VLLM.features) if not found.reached[label]]
     assert not missed, f"never reached: {missed}"
 
 
-def test_a_worked_trace_what_the_driver_reads_off_vllm(vllm: object) -> None:
+def test_a_worked_trace_what_the_driver_reads_off_vllm(vllm: LocalEngine) -> None:
     """r1 (5 tokens) gets 4 under a budget of 4, then its last; r2 arrives at step 2 and
     finds r1's first block ([1 2]) in the prefix cache: it starts at position 2 and shares
     block 1 with r1. Outputs equal each request's output alone."""
-    from schedcheck.engine.vllm.engines import LocalVllm
-
-    assert isinstance(vllm, LocalVllm)
-    vllm.build.patch = None
+    build(vllm).patch = None
     workload = EngineWorkload(
         EngineConfig(8, 2, 2, 4),
         (
@@ -91,26 +94,23 @@ def test_a_worked_trace_what_the_driver_reads_off_vllm(vllm: object) -> None:
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
 def test_each_mutant_of_the_release_is_caught_by_its_check(
-    vllm: object, mutant: VllmMutant
+    vllm: LocalEngine, mutant: VllmMutant
 ) -> None:
-    from schedcheck.engine.vllm.engines import LocalVllm
-
-    assert isinstance(vllm, LocalVllm)
-    vllm.build.patch = mutant.patch
+    build(vllm).patch = mutant.patch
     checks = [c for c in CHECKS if c not in mutant.off]
     try:
-        found = search_engine(vllm, 1000, checks, chunked=True, vllm=True)
+        found = search_engine(vllm, 1000, checks, chunked=True, features=VLLM.features)
     finally:
-        vllm.build.patch = None
+        build(vllm).patch = None
     assert found.failure is not None, f"{mutant.name} ({mutant.bug}) was not caught"
     assert found.failure[1].violations[0].check == mutant.check, found.failure[1].report()
 
 
-def test_schedcheck_engine_vllm_runs_it_in_its_box(vllm: object) -> None:
+def test_schedcheck_engine_vllm_runs_it_in_its_box(vllm: LocalEngine) -> None:
     """The command as a user runs it: vLLM imported and configured in its worker, before the
     box is entered, then searched; exit 0 and the isolation said."""
     done = subprocess.run(
-        [sys.executable, "-m", "schedcheck", "engine", "--vllm", "--examples", "40"],
+        [sys.executable, "-m", "schedcheck", "engine", "--engine", "vllm", "--examples", "40"],
         capture_output=True,
         text=True,
         timeout=600,

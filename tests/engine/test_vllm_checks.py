@@ -17,12 +17,13 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from schedcheck.engine.checks import VLLM_ON, active, check_engine
+from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.trace import Block, EngineStep, EngineTrace, Pool
+from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.invariants.violation import Violation
 
 TRACE = Path(__file__).resolve().parent.parent / "engines" / "vllm" / "trace.json"
-CHECKS = active(on=VLLM_ON)
+CHECKS = active(on=VLLM.policies_on)
 
 
 def recorded() -> EngineTrace:

@@ -154,6 +154,6 @@ def test_engine_checks_are_one_catalogue_too() -> None:
 
 def test_engine_runs_a_shared_function_once() -> None:
     failure = EngineFailure("E6", 3, "step()", "boom")
-    trace = EngineTrace(workload=cast(Any, None), runner="nano-vllm", failure=failure)
+    trace = EngineTrace(workload=cast(Any, None), traits=cast(Any, None), failure=failure)
     found = engine_checks.check_engine(trace, ["E5", "E6"])
     assert [(v.check, v.step, v.message) for v in found] == [("E6", 3, "boom")]

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from schedcheck.drive.driver import describe
-from schedcheck.engine.drive import Stop, bound
+from schedcheck.engine.run import Stop, bound
+from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
     UNDRIVABLE,
     Block,
@@ -32,11 +33,24 @@ from schedcheck.engine.trace import (
     Pool,
     Scheduled,
 )
+from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build, Hashes
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
 _T = TypeVar("_T")
-RUNNER = "vllm"  # engine/runner.py: the v1 GPU model runner's rule
+RUNNER = Runner(
+    "vllm",
+    "num_computed_tokens",
+    "count",
+    "num_scheduled_tokens",
+    False,
+    "mixed",
+    "vLLM v1's GPUModelRunner (_prepare_inputs: positions num_computed_tokens + "
+    "arange(num_scheduled_tokens), slots through the block table)",
+)
+TRAITS = Traits(RUNNER, hashes_name_prefixes=True, update_call="update_from_output()")
+"""vLLM's: its v1 runner's rule; a block's hash names its whole prefix, and the prefix
+cache's index must agree with the blocks (E2, E3)."""
 
 
 def run_vllm(
@@ -47,8 +61,8 @@ def run_vllm(
     try:
         run.all_steps()
     except Stop as stop:
-        return EngineTrace(workload, RUNNER, tuple(run.steps), failure=stop.failure)
-    return EngineTrace(workload, RUNNER, tuple(run.steps), run.outputs())
+        return EngineTrace(workload, TRAITS, tuple(run.steps), failure=stop.failure)
+    return EngineTrace(workload, TRAITS, tuple(run.steps), run.outputs())
 
 
 # Runs through the scheduler's paths before the box, since vLLM imports some modules only
@@ -334,4 +348,4 @@ def _status(request: Any) -> str:
     return "RUNNING" if request.status.name == "RUNNING" else "WAITING"
 
 
-__all__ = ["RUNNER", "Hashes", "run_vllm", "warm"]
+__all__ = ["RUNNER", "TRAITS", "Hashes", "run_vllm", "warm"]

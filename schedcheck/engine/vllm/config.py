@@ -8,14 +8,14 @@ import importlib.metadata
 import importlib.util
 from pathlib import Path
 
-from schedcheck.engine.setup import EngineSetup, SetupError
+from schedcheck.engine.adapter import EngineSetup, SetupError
 from schedcheck.engine.vllm.drive import RUNNER
 
 EXTRA = "python -m pip install 'schedcheck[vllm]' (docs/engines.md, \"vLLM\")"
 
 
 def vllm_setup(path: str | None) -> EngineSetup:
-    """The setup for `schedcheck engine --vllm [PATH]`; SetupError (exit 2) when there is no
+    """The setup for `schedcheck engine --engine vllm [PATH]`; SetupError (exit 2) when there is no
     vLLM there."""
     if path is None:
         spec = importlib.util.find_spec("vllm")
@@ -38,9 +38,8 @@ def vllm_setup(path: str | None) -> EngineSetup:
     return EngineSetup(
         root=str(root),
         package="vllm",
-        runner=RUNNER,
+        runner=RUNNER.name,
         runner_from="vLLM's own",
         config_from=f"{where}; SchedulerConfig and CacheConfig from each workload (chunked "
         "prefill and prefix caching on, async scheduling off, the v1 model runner)",
-        options=("--vllm",) if path is None else ("--vllm", str(root)),
     )

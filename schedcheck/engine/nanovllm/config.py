@@ -1,4 +1,4 @@
-"""What schedcheck reads of an engine before any of its code runs: where its package is,
+"""What schedcheck reads of a nano-vllm checkout before any of its code runs: where its package is,
 its `Config`'s fields and defaults, and which model runner its generation has.
 
 All of it is read as text (Python's `ast`), in the checking process: the engine's code
@@ -14,11 +14,11 @@ import importlib.util
 import json
 import tempfile
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedcheck.engine.runner import RUNNERS
+from schedcheck.engine.adapter import EngineSetup, SetupError
+from schedcheck.engine.nanovllm.runners import RUNNERS
 
 # The modules the driver imports from the package (and sampling_params.py where it is).
 MODULES = ("engine/sequence.py", "engine/block_manager.py", "engine/scheduler.py")
@@ -31,54 +31,6 @@ DRAWN = (
     "eos",
     "max_model_len",
 )
-
-
-class SetupError(ValueError):
-    """The engine cannot be set up as given: a usage error (exit 2), never a verdict."""
-
-
-@dataclass(frozen=True)
-class EngineSetup:
-    """Everything decided about an engine before it runs, as plain data (sent to its worker
-    with every run, printed in the report)."""
-
-    root: str  # the folder holding the package
-    package: str  # nanovllm, or a fork's own name
-    runner: str  # a name of RUNNERS
-    runner_from: str  # how it was decided, in words
-    config: dict[str, Any] = field(default_factory=dict)  # Config fields with a value
-    unset: tuple[str, ...] = ()  # Config fields with none (read: a usage error naming it)
-    config_from: str = ""
-    options: tuple[str, ...] = ()  # the command-line options that reproduce this setup
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "root": self.root,
-            "package": self.package,
-            "runner": self.runner,
-            "runner_from": self.runner_from,
-            "config": self.config,
-            "unset": list(self.unset),
-            "config_from": self.config_from,
-            "options": list(self.options),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EngineSetup:
-        return cls(
-            str(data["root"]),
-            str(data["package"]),
-            str(data["runner"]),
-            str(data["runner_from"]),
-            dict(data["config"]),
-            tuple(map(str, data["unset"])),
-            str(data["config_from"]),
-            tuple(map(str, data["options"])),
-        )
-
-    @property
-    def folder(self) -> Path:
-        return Path(self.root) / self.package
 
 
 def locate(path: str | None, package: str | None) -> tuple[Path, str]:

@@ -1,10 +1,10 @@
-"""Drive an engine through a workload with a simulated model runner; copy plain values out.
+"""Drive a nano-vllm engine through a workload with a simulated model runner; copy plain values out.
 
 Each step: add the requests arriving now, `schedule()`, copy out what the model runner
 would read (and each scheduled sequence's pickled copy, what nano-vllm's tensor-parallel
 workers receive), sample one token per scheduled sequence from the workload's token
 function over the tokens it computes up to, `postprocess()`, copy the pool out again.
-The checks (invariants/engine/) run on the trace afterwards, in a process the engine
+The checks (engine/checks.py) run on the trace afterwards, in a process the engine
 cannot touch when it runs isolated.
 """
 
@@ -16,10 +16,12 @@ from functools import partial
 from typing import Any, TypeVar
 
 from schedcheck.drive.driver import describe
-from schedcheck.engine import copyout
-from schedcheck.engine.loader import Config, ConfigUnset, Engine
-from schedcheck.engine.runner import RUNNERS, Runner
-from schedcheck.engine.setup import EngineSetup
+from schedcheck.engine.adapter import EngineSetup
+from schedcheck.engine.nanovllm import copyout
+from schedcheck.engine.nanovllm.loader import Config, ConfigUnset, Engine
+from schedcheck.engine.nanovllm.runners import RUNNERS
+from schedcheck.engine.run import Stop, bound
+from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
     UNDRIVABLE,
     Copy,
@@ -29,6 +31,7 @@ from schedcheck.engine.trace import (
     Pool,
     Scheduled,
 )
+from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
 _T = TypeVar("_T")
@@ -47,11 +50,6 @@ class Eos(int):
         yield int(self)
 
 
-class Stop(Exception):
-    def __init__(self, failure: EngineFailure) -> None:
-        self.failure = failure
-
-
 def takes_is_prefill(engine: Engine) -> bool:
     """Whether postprocess() is called with is_prefill (nano-vllm from 8d63a98 on): by its
     signature, which says how to call it, not which runner the engine has."""
@@ -67,14 +65,6 @@ def takes_is_prefill(engine: Engine) -> bool:
     return len(positional) >= 4  # self, seqs, token_ids, is_prefill
 
 
-def bound(workload: EngineWorkload) -> int:
-    """Steps within which every request must finish (E5): generous, since recompute
-    preemption may redo a request's tokens once for every other request."""
-    tokens = sum(len(r.prompt) + r.max_tokens for r in workload.requests)
-    last = max((r.arrival for r in workload.requests), default=0)
-    return last + tokens * (len(workload.requests) + 1) + 8
-
-
 def run_engine(
     engine: Engine,
     workload: EngineWorkload,
@@ -85,11 +75,19 @@ def run_engine(
     call into it (the isolated worker's heartbeat, so that a call that hangs is told from a
     long run)."""
     run = _Run(engine, workload, setup, beat)
+    traits = traits_of(setup)
     try:
         run.all_steps()
     except Stop as stop:
-        return EngineTrace(workload, setup.runner, tuple(run.steps), failure=stop.failure)
-    return EngineTrace(workload, setup.runner, tuple(run.steps), run.outputs())
+        return EngineTrace(workload, traits, tuple(run.steps), failure=stop.failure)
+    return EngineTrace(workload, traits, tuple(run.steps), run.outputs())
+
+
+def traits_of(setup: EngineSetup) -> Traits:
+    """What a nano-vllm run declares: its generation's runner; a block's hash covers the
+    block's own tokens (the chain is not checked as prefixes), and the step's second call
+    is postprocess()."""
+    return Traits(RUNNERS[setup.runner])
 
 
 class _Run:

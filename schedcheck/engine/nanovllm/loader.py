@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schedcheck.engine.setup import missing_modules
+from schedcheck.engine.nanovllm.config import missing_modules
 
 
 class ConfigUnset(AttributeError):

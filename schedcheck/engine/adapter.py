@@ -1,0 +1,166 @@
+"""What an engine's adapter provides: the one protocol every engine implements, and the
+plain data it declares (docs/engines.md, "Another engine").
+
+The core of `schedcheck engine` (the workloads, the run's skeleton, the checks E1-E10, the
+search, the verdict, the command) names no engine: what differs between engines is what
+an adapter declares here (its workload features, its traits, its policies on by default,
+its memory and start-up needs) and the few things only it can do (read its setup from the
+command line, build and drive its scheduler for one run). Adapters are found by name in
+engine/registry.py, as pytest-xdist finds its schedulers and Hypothesis its providers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.traits import Traits
+from schedcheck.engine.workload import EngineWorkload
+
+__all__ = ["PLAIN", "Adapter", "EngineSetup", "Features", "Loaded", "SetupError"]
+
+Beat = Callable[[int, str], None]  # the worker's heartbeat: (step, call) before each call
+
+
+class SetupError(ValueError):
+    """The engine cannot be set up as given: a usage error (exit 2), never a verdict."""
+
+
+@dataclass(frozen=True)
+class Features:
+    """Which workload features an engine has: what its workloads draw
+    (engine/strategies.py). The defaults are the smallest engine's (nano-vllm's)."""
+
+    priorities: bool = False  # the priority policy, with a priority per request
+    stops: bool = False  # stop token ids besides eos
+    aborts: bool = False  # requests aborted between steps
+    max_tokens: int = 5  # the longest output a request asks for
+    pool_slack: int = 6  # blocks drawn above the largest request's need (fewer: tighter)
+    reserved: int = 0  # blocks the pool keeps out of play (vLLM's null block)
+
+
+PLAIN = Features()
+"""The features of an engine that declares none beyond the smallest's."""
+
+
+@dataclass(frozen=True)
+class EngineSetup:
+    """Everything decided about an engine before it runs, as plain data (sent to its worker
+    with every run, printed in the report). The adapter decides what each field means."""
+
+    root: str  # the folder holding the engine's package
+    package: str  # the package's name
+    runner: str  # which model runner's rules, in the adapter's own names
+    runner_from: str  # how it was decided, in words
+    config: dict[str, Any] = field(default_factory=dict)  # config fields with a value
+    unset: tuple[str, ...] = ()  # config fields with none (read: a usage error naming it)
+    config_from: str = ""
+    options: tuple[str, ...] = ()  # the command-line options that reproduce this setup
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "package": self.package,
+            "runner": self.runner,
+            "runner_from": self.runner_from,
+            "config": self.config,
+            "unset": list(self.unset),
+            "config_from": self.config_from,
+            "options": list(self.options),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EngineSetup:
+        return cls(
+            str(data["root"]),
+            str(data["package"]),
+            str(data["runner"]),
+            str(data["runner_from"]),
+            dict(data["config"]),
+            tuple(map(str, data["unset"])),
+            str(data["config_from"]),
+            tuple(map(str, data["options"])),
+        )
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.root) / self.package
+
+
+class Loaded(Protocol):
+    """An engine loaded in the process that drives it (this one, or its worker)."""
+
+    def run(self, workload: EngineWorkload, setup: EngineSetup, beat: Beat | None) -> EngineTrace:
+        """Drive `workload` through a fresh scheduler: the run's trace, plain values only."""
+        ...
+
+
+class Adapter(Protocol):
+    """One engine's account of its API. Everything the core does with an engine goes
+    through these members; none of them is called with an engine's name."""
+
+    name: str  # the registry's name: `schedcheck engine --engine NAME`
+    title: str  # how messages name the engine ("nano-vllm", "vLLM")
+    features: Features
+    policies_on: frozenset[str]  # policy checks on by default for it (engine/checks.py)
+    options: frozenset[str]  # the engine-specific options of the command it takes
+    memory_mb: int  # its worker's memory cap, unless --memory-mb says otherwise
+    start_timeout: float  # seconds its worker may take to load it
+    worker: str  # the module its worker runs (`python -m WORKER`), one line: serve(ADAPTER)
+    preload: tuple[str, ...]  # modules its worker imports before the box (none after it)
+
+    def setup(self, path: str | None, args: argparse.Namespace) -> EngineSetup:
+        """What to check, from the command line (SetupError: a usage error, exit 2)."""
+        ...
+
+    def traits(self, setup: EngineSetup) -> Traits: ...
+
+    def header(self, setup: EngineSetup) -> list[str]:
+        """The report's lines on what was read of it (config, runner), after `engine:`."""
+        ...
+
+    def shown(self, setup: EngineSetup) -> str:
+        """How the report names this engine (its folder, its release)."""
+        ...
+
+    def box(self, setup: EngineSetup, scratch: Path) -> Path:
+        """What its worker's box holds a copy of (its PATH): the engine's folder, or a file
+        written into `scratch` (a folder of the run's, removed when it stops)."""
+        ...
+
+    def calls(self, workload: EngineWorkload) -> int:
+        """How many calls into the engine one run of `workload` makes at most (a worker
+        that goes on past them is stopped)."""
+        ...
+
+    def before_box(self, path: str) -> Any:
+        """In its worker, before the box: what must be read from disk (`path`: the box's
+        copy of box()). Returns engine/worker.py's LoadError where the engine's own code
+        failed; an exception raised here is ours."""
+        ...
+
+    def in_box(self, path: str, read: Any) -> Loaded:
+        """In its worker, inside the box: the engine loaded, its own code running there."""
+        ...
+
+    def load(self, setup: EngineSetup) -> Loaded:
+        """The engine loaded in this process (--in-process: trusted code only)."""
+        ...
+
+    def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
+        """Whether it chunks prefills, and the report's line saying how that was decided
+        (None: no line). `probe` runs the core's probe; `asked` is --prefill."""
+        ...
+
+    def not_loaded(self, shown: str, message: str) -> int:
+        """The exit status (and the message printed) when it does not load: its own failure
+        (E6, exit 1) or the user's setup (exit 2)."""
+        ...
+
+    def undrivable(self, shown: str, why: str) -> str:
+        """The usage error's words when a run finds it cannot be driven."""
+        ...

@@ -1,0 +1,1 @@
+"""nano-vllm and its forks: the adapter `schedcheck engine --engine nanovllm` uses."""

@@ -1,0 +1,38 @@
+"""What an engine's adapter declares of its runs, carried by every trace: the checks, the
+workloads and the report read these, never an engine's name (docs/engines.md, "Another
+engine")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from schedcheck.engine.runner import Runner
+
+__all__ = ["Traits"]
+
+
+@dataclass(frozen=True)
+class Traits:
+    """One engine's rules, as data: a trace saved with them is checked without the engine."""
+
+    runner: Runner  # which positions a step computes, which fields a worker reads (E1, E2, E8)
+    # A block's hash names its whole prefix, and the prefix cache keeps an index of hashes
+    # that must agree with the blocks (vLLM): E3 checks the index, E2 the KV it promises.
+    hashes_name_prefixes: bool = False
+    update_call: str = "postprocess()"  # the step's second call, as the reports name it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runner": self.runner.to_dict(),
+            "hashes_name_prefixes": self.hashes_name_prefixes,
+            "update_call": self.update_call,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Traits:
+        return cls(
+            Runner.from_dict(data["runner"]),
+            bool(data["hashes_name_prefixes"]),
+            str(data["update_call"]),
+        )

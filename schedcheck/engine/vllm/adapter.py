@@ -1,0 +1,134 @@
+"""vLLM's v1 scheduler and KV cache manager as an engine (docs/engines.md, "vLLM"): its own
+`Scheduler` built on the CPU from a config with no model weights (build.py), warmed up and
+driven step by step with the simulated model runner and token function (drive.py), its
+state copied out into the trace the core checks read."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from schedcheck import faults
+from schedcheck.engine.adapter import EngineSetup, Features
+from schedcheck.engine.run import bound
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.traits import Traits
+from schedcheck.engine.vllm.build import Build
+from schedcheck.engine.vllm.config import vllm_setup
+from schedcheck.engine.vllm.drive import RUNNER, TRAITS, run_vllm, warm
+from schedcheck.engine.worker import LoadError
+from schedcheck.engine.workload import EngineWorkload
+
+__all__ = ["ADAPTER", "Vllm"]
+
+SETUP_FILE = "vllm-setup.json"  # its worker's PATH: where to import vLLM from
+
+
+class _Built:
+    """vLLM imported, configured and warmed up, in the process that drives it."""
+
+    def __init__(self, build: Build) -> None:
+        self.build = build
+
+    def run(
+        self, workload: EngineWorkload, setup: EngineSetup, beat: Callable[[int, str], None] | None
+    ) -> EngineTrace:
+        return run_vllm(self.build, workload, beat)
+
+
+def cache_root() -> Path:
+    """Where vLLM keeps what it learnt of the model (its class inspected in a subprocess,
+    seconds): shared by this user's workers."""
+    return Path(tempfile.gettempdir()) / f"schedcheck-vllm-{os.getuid()}"
+
+
+def built(root: str) -> Build:
+    """vLLM from `root` imported, configured for a model of no weights and warmed up: its
+    lazy imports happen now, and a release this driver cannot drive is told now
+    (RuntimeError). The model's folder is read by then and removed."""
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    folder = Path(tempfile.mkdtemp(prefix="schedcheck-vllm-"))
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
+    try:
+        build = Build(folder)
+        warm(build)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return build
+
+
+class Vllm:
+    name = "vllm"
+    title = "vLLM"
+    # its priority policy, stop tokens and aborts; decodes long enough to preempt, pools
+    # tighter (its requests run together from the first step), and its null block
+    features = Features(
+        priorities=True, stops=True, aborts=True, max_tokens=8, pool_slack=3, reserved=1
+    )
+    policies_on = frozenset({"E9", "E10"})  # its running cap and its preemption rules
+    options: frozenset[str] = frozenset()  # its config is built from each workload
+    memory_mb = 8192  # torch and vLLM map gigabytes of address space before a step is run
+    start_timeout = 300.0  # to import vLLM and configure it (the first time, a model inspection)
+    worker = "schedcheck.engine.vllm.worker"
+    preload: tuple[str, ...] = ()
+
+    def setup(self, path: str | None, args: argparse.Namespace) -> EngineSetup:
+        return vllm_setup(path)
+
+    def traits(self, setup: EngineSetup) -> Traits:
+        return TRAITS
+
+    def shown(self, setup: EngineSetup) -> str:
+        return f"vLLM at {setup.root}"
+
+    def header(self, setup: EngineSetup) -> list[str]:
+        return [f"config: {setup.config_from}", f"runner: {RUNNER.source}: {RUNNER.describe()}"]
+
+    def box(self, setup: EngineSetup, scratch: Path) -> Path:
+        path = scratch / SETUP_FILE
+        path.write_text(json.dumps({"root": setup.root}))
+        return path
+
+    def calls(self, workload: EngineWorkload) -> int:
+        """Scheduler(); Request(), add_request() and an abort per request; a count,
+        schedule() and update_from_output() per step, up to the bound."""
+        return 1 + 3 * len(workload.requests) + (bound(workload) + 2) * 3
+
+    def before_box(self, path: str) -> Build | LoadError:
+        """Everything vLLM reads from disk (its modules, the model's config.json, its lazy
+        imports) is read now: after the box, its own /tmp hides the machine's files and its
+        uid may read nothing new."""
+        try:
+            return built(json.loads(Path(path).read_text())["root"])
+        except (Exception, SystemExit) as e:  # vLLM's import or our warm-up on it: not ours
+            return LoadError(f"{type(e).__name__}: {e}")
+
+    def in_box(self, path: str, read: Build) -> _Built:
+        return _Built(read)
+
+    def load(self, setup: EngineSetup) -> _Built:
+        return _Built(built(setup.root))
+
+    def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
+        return True, None  # chunked prefill is on in every config it is built with
+
+    def not_loaded(self, shown: str, message: str) -> int:
+        """Not installed whole, or a release this driver cannot drive: the user's to fix."""
+        print(
+            f"schedcheck engine: {shown} could not be imported and configured here: {message}",
+            file=sys.stderr,
+        )
+        return faults.USAGE
+
+    def undrivable(self, shown: str, why: str) -> str:
+        return f"{shown} cannot be driven: {why}"
+
+
+ADAPTER = Vllm()
