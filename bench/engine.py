@@ -3,7 +3,7 @@ P07's.
 
 Run: python -m bench.engine [PATH]
 The same 500 generated engine workloads are checked (every check, E1-E10) on the correct
-engine written here in nano-vllm's API (tests/engines/correct/), in this process and in
+engine written here in nano-vllm's API (tests/engine_subjects/correct/), in this process and in
 an isolated worker; medians of 3. P07's figures come from bench.isolation on the same
 machine, for comparison. With PATH (a nano-vllm checkout, say its main), also
 `schedcheck engine PATH`'s own search, 1,000 workloads isolated, timed whole (issue 24's
@@ -120,7 +120,7 @@ def main() -> None:
     finally:
         worker.stop()
     print(
-        f"engine (tests/engines/correct, {len(workloads)} workloads): in-process "
+        f"engine (tests/engine_subjects/correct, {len(workloads)} workloads): in-process "
         f"{here:.0f} examples/s, isolated {boxed:.0f} examples/s"
     )
     print(

@@ -1,12 +1,28 @@
-"""What every engine's run shares, whatever drives it: how a run stops, and the bound on
-its steps (E5)."""
+"""One run of an engine through a workload, whatever the engine: the skeleton every
+adapter's driver fills in (calls into the engine, the heartbeat before each, arrivals and
+aborts at their steps, the step bound and the other ways a run fails E5).
+
+The skeleton owns the loop; a Driver (one per run, from the adapter) does what differs:
+building the scheduler, adding and aborting a request, one step (schedule, the simulated
+model runner, the update, the pool copied out), and reading the engine's state. Every call
+into the engine goes through Run.call (E6 for anything it raises, the heartbeat first) and
+every reading of its state through Run.read (a reading that fails: the engine cannot be
+driven as its adapter drives it, a usage error, never a verdict).
+"""
 
 from __future__ import annotations
 
-from schedcheck.engine.trace import EngineFailure
-from schedcheck.engine.workload import EngineWorkload
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
-__all__ = ["Stop", "bound"]
+from schedcheck.drive.driver import describe
+from schedcheck.engine.trace import UNDRIVABLE, EngineFailure, EngineStep, EngineTrace
+from schedcheck.engine.traits import Traits
+from schedcheck.engine.workload import EngineRequest, EngineWorkload
+
+__all__ = ["Driver", "Run", "Stop", "bound"]
+
+_T = TypeVar("_T")
 
 
 class Stop(Exception):
@@ -22,3 +38,158 @@ def bound(workload: EngineWorkload) -> int:
     tokens = sum(len(r.prompt) + r.max_tokens for r in workload.requests)
     last = max((r.arrival for r in workload.requests), default=0)
     return last + tokens * (len(workload.requests) + 1) + 8
+
+
+class Driver(Protocol):
+    """What one run of one engine needs from its adapter, called by Run.play in this order."""
+
+    # Exceptions that say the engine cannot be driven as it is set up (a value the user must
+    # give), not that it failed: UNDRIVABLE when a call raises one.
+    undrivable: tuple[type[BaseException], ...]
+    source: str  # the engine's folder, which tracebacks are quoted from ("" for none)
+    idle_call: str  # the call that tells the run nothing is left to schedule, as reports name it
+    # Whether an empty step that changed nothing, with nothing left to arrive, is E5 (the
+    # scheduler is stuck) rather than a wait for the bound.
+    stuck_is_e5: bool
+
+    def start(self) -> None:
+        """Build the scheduler (through Run.call)."""
+
+    def add(self, request: EngineRequest) -> None: ...
+
+    def abort(self, request: EngineRequest) -> None:
+        """Abort `request`, added and maybe finished by now, at the start of its step."""
+
+    def idle(self) -> bool:
+        """Whether the engine has nothing to schedule now (asked every step)."""
+        ...
+
+    def lost(self) -> list[str]:
+        """Requests unfinished though the engine says it is idle: lost from its queues."""
+        ...
+
+    def unfinished(self) -> list[str]: ...
+
+    def step(self) -> None:
+        """One step: schedule, the simulated model runner, the update; the step as seen goes
+        into Run.steps as soon as it is (a step whose update raised is in the trace too)."""
+
+    def unreadable(self, error: Exception) -> str:
+        """Why the engine's state could not be read as the adapter reads it, in words."""
+        ...
+
+    def outputs(self) -> dict[str, tuple[int, ...]]: ...
+
+
+class Run:
+    """One run: the step it is at, its steps so far, the heartbeat."""
+
+    def __init__(
+        self,
+        workload: EngineWorkload,
+        traits: Traits,
+        beat: Callable[[int, str], None] | None = None,
+    ) -> None:
+        self.workload, self.traits, self.beat = workload, traits, beat
+        self.step = 0
+        self.steps: list[EngineStep] = []
+        self.driver: Driver | None = None
+
+    def call(self, what: str, fn: Callable[[], _T]) -> _T:
+        """A call into the engine: the heartbeat first; whatever it raises ends the run (E6;
+        SystemExit too: the engine must not end the run)."""
+        if self.beat is not None:
+            self.beat(self.step, what)
+        assert self.driver is not None
+        try:
+            return fn()
+        except Stop:
+            raise
+        except self.driver.undrivable as e:
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, what, str(e))) from None
+        except BaseException as e:
+            message = describe(e, None, self.driver.source)
+            raise Stop(EngineFailure("E6", self.step, what, message)) from None
+
+    def read(self, what: str, fn: Callable[[], _T]) -> _T:
+        """A reading of the engine's state: one that fails is no verdict on the engine."""
+        assert self.driver is not None
+        try:
+            return fn()
+        except Stop:
+            raise
+        except Exception as e:
+            message = self.driver.unreadable(e)
+            raise Stop(EngineFailure(UNDRIVABLE, self.step, what, message)) from None
+
+    def play(self, driver: Driver) -> EngineTrace:
+        """The whole run, to its end or its failure, as a trace."""
+        self.driver = driver
+        try:
+            self._loop(driver)
+        except Stop as stop:
+            return EngineTrace(self.workload, self.traits, tuple(self.steps), failure=stop.failure)
+        try:
+            outputs = driver.outputs()
+        except Stop as stop:
+            return EngineTrace(self.workload, self.traits, tuple(self.steps), failure=stop.failure)
+        return EngineTrace(self.workload, self.traits, tuple(self.steps), outputs)
+
+    def _loop(self, driver: Driver) -> None:
+        driver.start()
+        requests = self.workload.requests
+        pending = sorted(requests, key=lambda r: r.arrival)
+        added: set[str] = set()
+        limit = bound(self.workload)
+        last_event = max([r.arrival for r in requests] + [r.abort for r in requests], default=0)
+        while True:
+            self.step += 1
+            while pending and pending[0].arrival <= self.step:
+                request = pending.pop(0)
+                driver.add(request)
+                added.add(request.name)
+            for request in requests:
+                if request.abort == self.step and request.name in added:
+                    driver.abort(request)
+            if driver.idle():
+                lost = driver.lost()
+                if lost:
+                    raise Stop(
+                        EngineFailure(
+                            "E5",
+                            self.step,
+                            driver.idle_call,
+                            f"{', '.join(lost)} not finished, but the scheduler counts no "
+                            "unfinished request: lost from its queues, never to run",
+                        )
+                    )
+                if not pending:
+                    return
+                continue  # idle until the next arrival
+            if self.step > limit:
+                raise Stop(
+                    EngineFailure(
+                        "E5",
+                        self.step,
+                        "end of run",
+                        f"{', '.join(driver.unfinished())} not finished after {limit} steps "
+                        "(the bound for this workload)",
+                    )
+                )
+            settled = self.steps[-1].after_postprocess if self.steps else None
+            driver.step()
+            # Stuck: an empty step that changed nothing, so the next is the same. An empty
+            # step that changed the state is not (a preemption that freed blocks lets the
+            # next step go on); the bound above still catches a livelock.
+            done = self.steps[-1]
+            unchanged = done.after_postprocess == settled
+            if driver.stuck_is_e5 and not done.scheduled and self.step >= last_event and unchanged:
+                raise Stop(
+                    EngineFailure(
+                        "E5",
+                        self.step,
+                        "schedule()",
+                        f"nothing scheduled while {', '.join(driver.unfinished())} "
+                        "wait (unfinished, nothing more to arrive): the scheduler is stuck",
+                    )
+                )

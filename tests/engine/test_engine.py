@@ -1,5 +1,5 @@
 """Engine checking (issue 19): the checks fire on the engines written here in nano-vllm's API
-(tests/engines/), each mutant with the check its docstring names, the correct engine
+(tests/engine_subjects/), each mutant with the check its docstring names, the correct engine
 passes, the traces and workloads round-trip as JSON, and the workloads reach the hard
 parts."""
 
@@ -28,7 +28,7 @@ from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.verdict import verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from schedcheck.sandbox.process import Limits
-from tests.engines.catalogue import CORRECT, MUTANTS, checkout, expected_checks
+from tests.engine_subjects.catalogue import CORRECT, MUTANTS, checkout, expected_checks
 from tests.helpers import rotation_day
 
 SEARCH = settings(

@@ -25,7 +25,7 @@ from schedcheck.engine.strategies import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT
 from schedcheck.engine.trace import Block, Pool
 from schedcheck.engine.verdict import Undrivable, verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from tests.engines.catalogue import CORRECT, SHAPES, checkout, runner_of
+from tests.engine_subjects.catalogue import CORRECT, SHAPES, checkout, runner_of
 
 R1, R2 = EngineRequest("r1", (1, 2, 1), 2), EngineRequest("r2", (2, 1), 2, arrival=2)
 ONE = EngineWorkload(EngineConfig(4, 2, 1, 4), (R1, R2))

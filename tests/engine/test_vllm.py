@@ -3,7 +3,7 @@
 Marked `vllm`: they need vLLM installed (.ci/run installs the release pinned in
 .ci/vllm-requirements.txt and sets SCHEDCHECK_REQUIRE_VLLM, so they may not skip there);
 skipped elsewhere. The release passes a bounded search; each mutant of it made here
-(tests/engines/vllm/mutants.py) is caught by the check it names; a worked trace pins down
+(tests/engine_subjects/vllm/mutants.py) is caught by the check it names; a worked trace pins down
 what the driver copies out of vLLM.
 """
 
@@ -24,7 +24,7 @@ from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import labels
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from tests.engines.vllm.mutants import MUTANTS, VllmMutant
+from tests.engine_subjects.vllm.mutants import MUTANTS, VllmMutant
 
 pytestmark = pytest.mark.vllm
 REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"

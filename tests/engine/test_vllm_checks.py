@@ -1,6 +1,6 @@
 """The checks as they read vLLM's state (E2's promise of the prefix cache, E3's null block
 and prefix-cache index, E10's preemption order), on a trace of vLLM 0.33.0's real scheduler
-recorded here (tests/engines/vllm/trace.json, plain data: no vLLM needed to run these), and
+recorded here (tests/engine_subjects/vllm/trace.json, plain data: no vLLM needed to run these), and
 on that trace broken one way at a time: each check stays quiet on the first and fires on
 its own break.
 
@@ -22,7 +22,7 @@ from schedcheck.engine.trace import Block, EngineStep, EngineTrace, Pool
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.invariants.violation import Violation
 
-TRACE = Path(__file__).resolve().parent.parent / "engines" / "vllm" / "trace.json"
+TRACE = Path(__file__).resolve().parent.parent / "engine_subjects" / "vllm" / "trace.json"
 CHECKS = active(on=VLLM.policies_on)
 
 

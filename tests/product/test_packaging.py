@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.catalogue import standalone
-from tests.engines.catalogue import CORRECT as CORRECT_ENGINE
+from tests.engine_subjects.catalogue import CORRECT as CORRECT_ENGINE
 from tests.helpers import ROOT
 
 EQUIVALENT = ROOT / "tests" / "equivalents" / "while_true.py"

@@ -13,14 +13,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-from schedcheck.drive.driver import describe
 from schedcheck.engine.adapter import EngineSetup
 from schedcheck.engine.nanovllm import copyout
 from schedcheck.engine.nanovllm.loader import Config, ConfigUnset, Engine
 from schedcheck.engine.nanovllm.runners import RUNNERS
-from schedcheck.engine.run import Stop, bound
+from schedcheck.engine.run import Run, Stop
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
     UNDRIVABLE,
@@ -34,7 +33,6 @@ from schedcheck.engine.trace import (
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
-_T = TypeVar("_T")
 API = ("add", "schedule", "is_finished")  # what the driver calls on every Scheduler
 
 
@@ -74,13 +72,8 @@ def run_engine(
     """Drive `workload` through `engine` as `setup` says; `beat(step, call)` before every
     call into it (the isolated worker's heartbeat, so that a call that hangs is told from a
     long run)."""
-    run = _Run(engine, workload, setup, beat)
-    traits = traits_of(setup)
-    try:
-        run.all_steps()
-    except Stop as stop:
-        return EngineTrace(workload, traits, tuple(run.steps), failure=stop.failure)
-    return EngineTrace(workload, traits, tuple(run.steps), run.outputs())
+    run = Run(workload, traits_of(setup), beat)
+    return run.play(NanoDriver(engine, run, setup))
 
 
 def traits_of(setup: EngineSetup) -> Traits:
@@ -90,16 +83,17 @@ def traits_of(setup: EngineSetup) -> Traits:
     return Traits(RUNNERS[setup.runner])
 
 
-class _Run:
-    def __init__(
-        self,
-        engine: Engine,
-        workload: EngineWorkload,
-        setup: EngineSetup,
-        beat: Callable[[int, str], None] | None,
-    ) -> None:
-        self.engine, self.workload, self.beat = engine, workload, beat
+class NanoDriver:
+    """One run of a nano-vllm engine, its steps as its LLMEngine.step() takes them."""
+
+    undrivable: tuple[type[BaseException], ...] = (ConfigUnset,)  # a Config value to give
+    idle_call = "is_finished()"
+    stuck_is_e5 = False  # an idle engine is told by is_finished(): the bound decides
+
+    def __init__(self, engine: Engine, run: Run, setup: EngineSetup) -> None:
+        self.engine, self.run, self.workload = engine, run, run.workload
         self.setup, self.runner = setup, RUNNERS[setup.runner]
+        self.source = str(engine.root)
         self.with_is_prefill = takes_is_prefill(engine)
         # nano-vllm-voxcpm's shape: Sequence(seq_id, token_ids, block_size), no postprocess();
         # its engine loop appends each token and calls Scheduler.finish() on a stop.
@@ -108,26 +102,11 @@ class _Run:
             getattr(engine.Scheduler, "finish", None)
         )
         self.pickles = any("__getstate__" in vars(k) for k in engine.Sequence.__mro__[:-1])
-        self.requests = {r.name: r for r in workload.requests}
+        self.requests = {r.name: r for r in self.workload.requests}
         self.seqs: dict[str, Any] = {}  # name -> the engine's Sequence
         self.names: dict[int, str] = {}  # id(Sequence) -> name
-        self.steps: list[EngineStep] = []
-        self.step = 0
 
-    def call(self, what: str, fn: Callable[[], _T]) -> _T:
-        if self.beat is not None:
-            self.beat(self.step, what)
-        try:
-            return fn()
-        except Stop:
-            raise
-        except ConfigUnset as e:  # our stand-in for its Config lacks a value: the user's to give
-            raise Stop(EngineFailure(UNDRIVABLE, self.step, what, str(e))) from None
-        except BaseException as e:  # SystemExit too: the engine must not end the run
-            message = describe(e, None, str(self.engine.root))
-            raise Stop(EngineFailure("E6", self.step, what, message)) from None
-
-    def all_steps(self) -> None:
+    def start(self) -> None:
         lacking = [
             f"Scheduler.{m}()" for m in API if not callable(getattr(self.engine.Scheduler, m, None))
         ]
@@ -163,53 +142,46 @@ class _Run:
             }
         )
         self.engine.Sequence.block_size = c.block_size
-        self.scheduler = self.call("Scheduler()", lambda: self.engine.Scheduler(config))
-        pending = sorted(self.workload.requests, key=lambda r: r.arrival)
-        limit = bound(self.workload)
-        while True:
-            self.step += 1
-            while pending and pending[0].arrival <= self.step:
-                self.add(pending.pop(0))
-            if self.call("is_finished()", lambda: bool(self.scheduler.is_finished())):
-                if not pending:
-                    return
-                continue  # idle until the next arrival
-            if self.step > limit:
-                left = [n for n, s in self.seqs.items() if copyout.status(s) != "FINISHED"]
-                raise Stop(
-                    EngineFailure(
-                        "E5",
-                        self.step,
-                        "end of run",
-                        f"{', '.join(left)} not finished after {limit} steps "
-                        "(the bound for this workload)",
-                    )
-                )
-            self.one_step()
+        self.scheduler = self.run.call("Scheduler()", lambda: self.engine.Scheduler(config))
+
+    def idle(self) -> bool:
+        return self.run.call("is_finished()", lambda: bool(self.scheduler.is_finished()))
+
+    def lost(self) -> list[str]:
+        return []  # is_finished() reads its queues: a sequence lost from both is E7's to tell
+
+    def unfinished(self) -> list[str]:
+        statuses = self.run.read(
+            "end of run", lambda: {n: copyout.status(s) for n, s in self.seqs.items()}
+        )
+        return [n for n, status in statuses.items() if status != "FINISHED"]
+
+    def abort(self, request: EngineRequest) -> None:
+        """nano-vllm has no abort (its adapter declares none: no workload of its has one)."""
 
     def add(self, request: EngineRequest) -> None:
+        call = self.run.call
         if self.named_sequences:
             size, prompt = self.workload.config.block_size, list(request.prompt)
-            seq = self.call("Sequence()", lambda: self.engine.Sequence(request.name, prompt, size))
+            seq = call("Sequence()", lambda: self.engine.Sequence(request.name, prompt, size))
             self.seqs[request.name], self.names[id(seq)] = seq, request.name
-            self.call("add()", lambda: self.scheduler.add(seq))
+            call("add()", lambda: self.scheduler.add(seq))
             return
-        params = self.call(
+        params = call(
             "SamplingParams()",
             lambda: self.engine.SamplingParams(
                 temperature=1.0, max_tokens=request.max_tokens, ignore_eos=request.ignore_eos
             ),
         )
-        seq = self.call("Sequence()", lambda: self.engine.Sequence(list(request.prompt), params))
+        seq = call("Sequence()", lambda: self.engine.Sequence(list(request.prompt), params))
         self.seqs[request.name], self.names[id(seq)] = seq, request.name
-        self.call("add()", lambda: self.scheduler.add(seq))
+        call("add()", lambda: self.scheduler.add(seq))
 
-    def one_step(self) -> None:
-        got = self.call("schedule()", self.scheduler.schedule)
-        seqs, phase = self.read("schedule()", lambda: _returned(got, self.names, self.runner))
-        views = self.read(
-            "schedule()", lambda: tuple(self.view(s, phase is not False) for s in seqs)
-        )
+    def step(self) -> None:
+        run, call, read = self.run, self.run.call, self.run.read
+        got = call("schedule()", self.scheduler.schedule)
+        seqs, phase = read("schedule()", lambda: _returned(got, self.names, self.runner))
+        views = read("schedule()", lambda: tuple(self.view(s, phase is not False) for s in seqs))
         # a mixed batch (schedule() returned only sequences) is a prefill step if any of its
         # sequences computes more than its last position
         is_prefill = (
@@ -217,12 +189,11 @@ class _Run:
         )
         # E8 only where the engine pickles its sequences to workers in a form of its own
         copies = tuple(self.copy(s, v) for s, v in zip(seqs, views, strict=True) if self.pickles)
-        before = self.read("schedule()", self.pool)
+        before = read("schedule()", self.pool)
         sampled = tuple(
             self.workload.next_token(v.token_ids[: v.num_cached + v.num_scheduled]) for v in views
         )
-        record = EngineStep(self.step, is_prefill, views, copies, sampled, before, None)
-        self.steps.append(record)
+        run.steps.append(EngineStep(run.step, is_prefill, views, copies, sampled, before, None))
         if self.loop_finishes:
             self.engine_loop(seqs, sampled)
         elif phase is None:
@@ -234,62 +205,56 @@ class _Run:
                 if v.num_cached + v.num_scheduled == len(v.token_ids) and v.block_table
             ]
             tokens = [sampled[i] for i in need]
-            self.call("postprocess()", lambda: self.scheduler.postprocess(seqs, tokens, need))
+            call("postprocess()", lambda: self.scheduler.postprocess(seqs, tokens, need))
         elif self.with_is_prefill:
-            self.call(
+            call(
                 "postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled), is_prefill)
             )
         else:
-            self.call("postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled)))
-        after = self.read("postprocess()", self.pool)
-        self.steps[-1] = EngineStep(self.step, is_prefill, views, copies, sampled, before, after)
+            call("postprocess()", lambda: self.scheduler.postprocess(seqs, list(sampled)))
+        after = read("postprocess()", self.pool)
+        run.steps[-1] = EngineStep(run.step, is_prefill, views, copies, sampled, before, after)
 
     def engine_loop(self, seqs: list[Any], sampled: tuple[int, ...]) -> None:
         """What nano-vllm-voxcpm's LLMEngine.step does after the runner: append each token,
         then finish() the sequences that stopped (eos unless ignored, or max_tokens)."""
         stopped = [seq for seq, token in zip(seqs, sampled, strict=True) if self.append(seq, token)]
         for seq in stopped:
-            self.call("finish()", partial(self.scheduler.finish, seq))
+            self.run.call("finish()", partial(self.scheduler.finish, seq))
 
     def append(self, seq: Any, token: int) -> bool:
         """Append `token` to `seq` as the engine loop does; whether `seq` stopped."""
-        self.call("append_token()", partial(seq.append_token, token))
+        self.run.call("append_token()", partial(seq.append_token, token))
         request = self.requests[self.names[id(seq)]]
-        made = self.read("append_token()", partial(len, seq.token_ids)) - len(request.prompt)
+        made = self.run.read("append_token()", partial(len, seq.token_ids)) - len(request.prompt)
         return (token == EOS and not request.ignore_eos) or made >= request.max_tokens
 
-    def read(self, call: str, fn: Callable[[], _T]) -> _T:
-        """Copy values out of the engine. A field nano-vllm has and this engine lacks, or holds
-        as something else, means it cannot be driven as nano-vllm's (exit 2, naming it): a
-        reading of ours that fails is no verdict on the engine."""
-        try:
-            return fn()
-        except Stop:
-            raise
-        except Shape as e:
-            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, str(e))) from None
-        except AttributeError as e:
-            owner = type(e.obj).__name__ if getattr(e, "obj", None) is not None else "an object"
-            message = (
-                f"{owner} has no attribute {e.name!r}, which schedcheck reads as "
-                f'nano-vllm\'s (docs/engines.md, "Checking a fork"): {e}'
+    def unreadable(self, error: Exception) -> str:
+        """A field nano-vllm has and this engine lacks, or holds as something else, means it
+        cannot be driven as nano-vllm's (exit 2, naming it): a reading of ours that fails is
+        no verdict on the engine."""
+        if isinstance(error, Shape):
+            return str(error)
+        if isinstance(error, AttributeError):
+            obj = getattr(error, "obj", None)
+            owner = type(obj).__name__ if obj is not None else "an object"
+            return (
+                f"{owner} has no attribute {error.name!r}, which schedcheck reads as "
+                f'nano-vllm\'s (docs/engines.md, "Checking a fork"): {error}'
             )
-            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
-        except Exception as e:  # a value of another type than nano-vllm's: not a verdict
-            message = (
-                f"its state could not be read as nano-vllm's: {e!r} (docs/engines.md, "
-                '"Checking a fork")'
-            )
-            raise Stop(EngineFailure(UNDRIVABLE, self.step, call, message)) from None
+        return (
+            f"its state could not be read as nano-vllm's: {error!r} (docs/engines.md, "
+            '"Checking a fork")'
+        )
 
     def copy(self, seq: Any, view: Scheduled) -> Copy:
-        if self.beat is not None:
-            self.beat(self.step, "pickle")
+        if self.run.beat is not None:
+            self.run.beat(self.run.step, "pickle")
         try:
             return copyout.pickled(seq, self.runner)
         except BaseException as e:  # its __getstate__ is its code: SystemExit included
             message = f"{view.name} cannot be pickled: {e!r}"
-            raise Stop(EngineFailure("E8", self.step, "pickle", message)) from None
+            raise Stop(EngineFailure("E8", self.run.step, "pickle", message)) from None
 
     def view(self, seq: Any, is_prefill: bool) -> Scheduled:
         return copyout.scheduled(seq, self.names[id(seq)], self.runner, is_prefill)
@@ -298,7 +263,7 @@ class _Run:
         return copyout.pool(self.scheduler.block_manager, self.seqs)
 
     def outputs(self) -> dict[str, tuple[int, ...]]:
-        return self.read("end of run", lambda: copyout.outputs(self.seqs, self.workload))
+        return self.run.read("end of run", lambda: copyout.outputs(self.seqs, self.workload))
 
 
 def _first_parameter(cls: Any) -> str:

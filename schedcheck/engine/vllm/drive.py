@@ -18,16 +18,13 @@ the block pool after both calls. The checks run on the trace elsewhere.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from schedcheck.drive.driver import describe
-from schedcheck.engine.run import Stop, bound
+from schedcheck.engine.run import Run
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
-    UNDRIVABLE,
     Block,
     Copy,
-    EngineFailure,
     EngineStep,
     EngineTrace,
     Pool,
@@ -37,7 +34,6 @@ from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build, Hashes
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
-_T = TypeVar("_T")
 RUNNER = Runner(
     "vllm",
     "num_computed_tokens",
@@ -57,12 +53,8 @@ def run_vllm(
     build: Build, workload: EngineWorkload, beat: Callable[[int, str], None] | None = None
 ) -> EngineTrace:
     """Drive `workload` through a fresh vLLM Scheduler; `beat(step, call)` before each call."""
-    run = _Run(build, workload, beat)
-    try:
-        run.all_steps()
-    except Stop as stop:
-        return EngineTrace(workload, TRAITS, tuple(run.steps), failure=stop.failure)
-    return EngineTrace(workload, TRAITS, tuple(run.steps), run.outputs())
+    run = Run(workload, TRAITS, beat)
+    return run.play(VllmDriver(build, run))
 
 
 # Runs through the scheduler's paths before the box, since vLLM imports some modules only
@@ -96,122 +88,63 @@ def warm(build: Build) -> None:
             )
 
 
-class _Run:
-    def __init__(
-        self, build: Build, workload: EngineWorkload, beat: Callable[[int, str], None] | None
-    ) -> None:
-        self.build, self.workload, self.beat = build, workload, beat
+class VllmDriver:
+    """One run of vLLM's scheduler, its steps as its engine core takes them."""
+
+    undrivable: tuple[type[BaseException], ...] = ()
+    source = ""
+    idle_call = "get_num_unfinished_requests()"
+    # an empty step that changed nothing, with nothing left to arrive, is stuck for good
+    stuck_is_e5 = True
+
+    def __init__(self, build: Build, run: Run) -> None:
+        self.build, self.run, self.workload = build, run, run.workload
         self.requests: dict[str, Any] = {}  # name -> vLLM's Request, finished ones kept
         self.tables: dict[str, list[int]] = {}  # the runner's block table per request
         self.tokens: dict[str, list[int]] = {}  # the runner's tokens per request
         self.starts: dict[str, int] = {}  # where the runner was told this step starts
-        self.steps: list[EngineStep] = []
-        self.step = 0
         self.hashes: Hashes  # the hash function of the Scheduler built for this run
 
-    def call(self, what: str, fn: Callable[[], _T]) -> _T:
-        if self.beat is not None:
-            self.beat(self.step, what)
-        try:
-            return fn()
-        except Stop:
-            raise
-        except BaseException as e:  # SystemExit and assertions too: vLLM's, not ours
-            raise Stop(EngineFailure("E6", self.step, what, describe(e, None, ""))) from None
+    def unreadable(self, error: Exception) -> str:
+        """This release keeps its state elsewhere than we read it (exit 2, naming what)."""
+        return (
+            f"vLLM {self.build.version}'s state could not be read as schedcheck reads it "
+            f'({error!r}; docs/engines.md, "vLLM")'
+        )
 
-    def read(self, what: str, fn: Callable[[], _T]) -> _T:
-        """Copy values out of vLLM; a reading that fails means this release keeps its state
-        elsewhere than we read it (exit 2, naming what), never a verdict."""
-        try:
-            return fn()
-        except Stop:
-            raise
-        except Exception as e:
-            message = (
-                f"vLLM {self.build.version}'s state could not be read as schedcheck reads it "
-                f'({e!r}; docs/engines.md, "vLLM")'
-            )
-            raise Stop(EngineFailure(UNDRIVABLE, self.step, what, message)) from None
-
-    def all_steps(self) -> None:
-        made = self.call("Scheduler()", lambda: self.build.scheduler(self.workload))
+    def start(self) -> None:
+        made = self.run.call("Scheduler()", lambda: self.build.scheduler(self.workload))
         self.scheduler, self.hashes = made
-        pending = sorted(self.workload.requests, key=lambda r: r.arrival)
-        limit = bound(self.workload)
-        last_event = max([r.arrival for r in pending] + [r.abort for r in pending])
-        while True:
-            self.step += 1
-            while pending and pending[0].arrival <= self.step:
-                self.add(pending.pop(0))
-            for request in self.workload.requests:
-                if request.abort == self.step and request.name in self.requests:
-                    self.abort(request.name)
-            unfinished = self.call(
-                "get_num_unfinished_requests()", self.scheduler.get_num_unfinished_requests
-            )
-            if not unfinished:
-                lost = self.unfinished()
-                if lost:
-                    raise Stop(
-                        EngineFailure(
-                            "E5",
-                            self.step,
-                            "get_num_unfinished_requests()",
-                            f"{', '.join(lost)} not finished, but the scheduler counts no "
-                            "unfinished request: lost from its queues, never to run",
-                        )
-                    )
-                if not pending:
-                    return
-                continue  # idle until the next arrival
-            if self.step > limit:
-                raise Stop(
-                    EngineFailure(
-                        "E5",
-                        self.step,
-                        "end of run",
-                        f"{', '.join(self.unfinished())} not finished after {limit} steps "
-                        "(the bound for this workload)",
-                    )
-                )
-            settled = self.steps[-1].after_postprocess if self.steps else None
-            scheduled = self.one_step()
-            # Stuck: an empty step that changed nothing, so the next is the same. An empty
-            # step that changed the state is not: up to 0.30, under the priority policy, a
-            # running request that must preempt itself ends the step's running pass, and the
-            # preemption keeps the waiting ones out, so the step is empty; the blocks it
-            # freed let the next step go on (the bound above still catches a livelock).
-            unchanged = self.steps[-1].after_postprocess == settled
-            if not scheduled and self.step >= last_event and unchanged:
-                raise Stop(
-                    EngineFailure(
-                        "E5",
-                        self.step,
-                        "schedule()",
-                        f"nothing scheduled while {', '.join(self.unfinished())} "
-                        "wait (unfinished, nothing more to arrive): the scheduler is stuck",
-                    )
-                )
+
+    def idle(self) -> bool:
+        count = self.scheduler.get_num_unfinished_requests
+        return not self.run.call("get_num_unfinished_requests()", count)
+
+    def lost(self) -> list[str]:
+        return self.unfinished()
 
     def unfinished(self) -> list[str]:
         return [n for n, r in self.requests.items() if not r.is_finished()]
 
     def add(self, request: EngineRequest) -> None:
-        arrival = self.step + len(self.requests) / 1000  # vLLM's arrival_time: order of adding
-        made = self.call("Request()", lambda: self.build.request(self.scheduler, request, arrival))
+        call = self.run.call
+        arrival = self.run.step + len(self.requests) / 1000  # arrival_time: order of adding
+        made = call("Request()", lambda: self.build.request(self.scheduler, request, arrival))
         self.requests[request.name] = made
-        self.call("add_request()", lambda: self.scheduler.add_request(made))
+        call("add_request()", lambda: self.scheduler.add_request(made))
 
-    def abort(self, name: str) -> None:
-        status = self.build.aborted()
-        self.call("finish_requests()", lambda: self.scheduler.finish_requests(name, status))
+    def abort(self, request: EngineRequest) -> None:
+        """finish_requests with FINISHED_ABORTED, one id per call, as the engine core does."""
+        status, name = self.build.aborted(), request.name
+        self.run.call("finish_requests()", lambda: self.scheduler.finish_requests(name, status))
 
-    def one_step(self) -> bool:
-        out = self.call("schedule()", self.scheduler.schedule)
-        order = self.read("schedule()", lambda: self.runner_update(out))
-        views = self.read("schedule()", lambda: tuple(self.view(n, out) for n in order))
+    def step(self) -> None:
+        run, read = self.run, self.run.read
+        out = run.call("schedule()", self.scheduler.schedule)
+        order = read("schedule()", lambda: self.runner_update(out))
+        views = read("schedule()", lambda: tuple(self.view(n, out) for n in order))
         copies = tuple(self.copy(name, out) for name in order)
-        before = self.read("schedule()", self.pool)
+        before = read("schedule()", self.pool)
         # one per scheduled request, from the runner's copy (a copy short of tokens or a
         # start is E8's to report; the sample stays aligned with the requests)
         sampled = tuple(
@@ -221,7 +154,7 @@ class _Run:
             for c in copies
         )
         is_prefill = any(v.num_cached + v.num_scheduled < len(v.token_ids) for v in views)
-        self.steps.append(EngineStep(self.step, is_prefill, views, copies, sampled, before, None))
+        run.steps.append(EngineStep(run.step, is_prefill, views, copies, sampled, before, None))
         # the runner keeps the token of each request whose every token is now computed
         done = [
             i
@@ -230,14 +163,13 @@ class _Run:
         ]
         for i in done:
             self.tokens[order[i]].append(sampled[i])
-        output = self.read(
+        output = read(
             "update_from_output()",
             lambda: self.build.runner_output(order, {order[i]: sampled[i] for i in done}),
         )
-        self.call("update_from_output()", lambda: self.scheduler.update_from_output(out, output))
-        after = self.read("update_from_output()", self.pool)
-        self.steps[-1] = EngineStep(self.step, is_prefill, views, copies, sampled, before, after)
-        return bool(order)
+        run.call("update_from_output()", lambda: self.scheduler.update_from_output(out, output))
+        after = read("update_from_output()", self.pool)
+        run.steps[-1] = EngineStep(run.step, is_prefill, views, copies, sampled, before, after)
 
     def runner_update(self, out: Any) -> list[str]:
         """What the v1 model runner does with a SchedulerOutput before it computes: forget
@@ -334,7 +266,7 @@ class _Run:
         return [*(skipped or ()), *self.scheduler.waiting]
 
     def outputs(self) -> dict[str, tuple[int, ...]]:
-        return self.read(
+        return self.run.read(
             "end of run",
             lambda: {
                 n: tuple(int(t) for t in r.output_token_ids) for n, r in self.requests.items()

@@ -1,4 +1,4 @@
-"""Checkouts of the engines in tests/engines/: the correct one, and each mutant assembled
+"""Checkouts of the engines in tests/engine_subjects/: the correct one, and each mutant assembled
 over it (the replaced module kept beside it as `_correct_<name>.py`, which the mutant
 subclasses). Written once per content to a cache folder, as the box needs whole files."""
 
