@@ -5,7 +5,7 @@
     schedcheck grade PATH... --out DIR    grade a class: per check group, pass or fail
     schedcheck fuzz [PATH] --minutes N    a long campaign; counterexamples kept as regressions
     schedcheck engine CHECKOUT   check a nano-vllm checkout's scheduler (docs/engines.md)
-    schedcheck engine --vllm     check vLLM's v1 scheduler, installed or a checkout's
+    schedcheck engine --engine vllm   check vLLM's v1 scheduler, installed or a checkout's
     schedcheck spec | contract   print the behaviour checked, or the API a submission keeps
 
 `check` first checks the contract (one message for every missing or ill-typed name), then
@@ -164,7 +164,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `schedcheck` console script; returns the exit status:
-    0 pass, 1 a check failed, 2 usage, 3 schedcheck itself failed (harness/faults.py)."""
+    0 pass, 1 a check failed, 2 usage, 3 schedcheck itself failed (schedcheck/faults.py)."""
     try:
         args = parser().parse_args(argv)
     except SystemExit as e:  # argparse: 0 for --help, 2 for a usage error

@@ -94,7 +94,7 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
         isolation = worker.isolation or "unknown"
         checks["contract"] = GroupState.FAIL
         return entry(Verdict.FAIL, [Failure("C1", str(e))])
-    except CheckerError as e:  # ours, as `schedcheck check`'s exit 3 (harness/faults.py)
+    except CheckerError as e:  # ours, as `schedcheck check`'s exit 3 (schedcheck/faults.py)
         return entry(Verdict.ERROR, [note(str(e))])
     isolation = worker.isolation  # the level in effect (docs/isolation.md)
     failing: dict[str, Workload] = {}
