@@ -26,6 +26,8 @@ MARKERS = (
     "SCHEDCHECK_REQUIRE_REGISTRY is set)",
     "vllm: needs vLLM installed (.ci/vllm-requirements.txt; skipped without it, unless "
     "SCHEDCHECK_REQUIRE_VLLM is set)",
+    "heavy: a self-check of ten seconds or more, started before the others so that no core "
+    "idles at the end of `pytest -n auto`",
 )
 
 
@@ -35,10 +37,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Costly self-checks run only when asked for (`-m costly`, or any -m expression)."""
-    if config.getoption("markexpr"):
-        return
-    costly = [item for item in items if item.get_closest_marker("costly")]
-    if costly:
-        config.hook.pytest_deselected(items=costly)
-        items[:] = [item for item in items if not item.get_closest_marker("costly")]
+    """Costly self-checks run only when asked for (`-m costly`, or any -m expression); the
+    heavy ones first (xdist hands tests out in collection order, and work stealing takes
+    from the end of a queue: a long test left for last keeps one core busy alone)."""
+    if not config.getoption("markexpr"):
+        costly = [item for item in items if item.get_closest_marker("costly")]
+        if costly:
+            config.hook.pytest_deselected(items=costly)
+            items[:] = [item for item in items if not item.get_closest_marker("costly")]
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)  # stable

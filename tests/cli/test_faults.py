@@ -41,6 +41,7 @@ def check_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     ("env", "shows"),
     [

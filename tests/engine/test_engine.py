@@ -70,6 +70,7 @@ def test_the_correct_engine_passes(correct: LocalEngine, w: EngineWorkload) -> N
 TODAY = {MUTANTS[(2 * rotation_day() + k) % len(MUTANTS)] for k in range(2)}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "mutant",
     [pytest.param(m, marks=() if m in TODAY else pytest.mark.costly) for m in MUTANTS],
@@ -95,6 +96,7 @@ def test_the_whole_prefill_generation_is_driven_and_passes(w: EngineWorkload) ->
     assert verdict.ok, verdict.report()
 
 
+@pytest.mark.heavy
 def test_the_whole_prefill_generation_is_checked_too(tmp_path: Path) -> None:
     """nano-vllm's old pickle rule ("prefill = no output yet") on the old generation: the
     re-prefill of a sequence preempted after output reaches its workers without tokens."""
@@ -205,6 +207,7 @@ def test_two_checkouts_load_side_by_side(tmp_path: Path) -> None:
         load_engine(tmp_path)
 
 
+@pytest.mark.heavy
 def test_schedcheck_engine_fails_a_mutant_and_the_saved_workload_replays(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -47,6 +47,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return folder, whole
 
 
+@pytest.mark.heavy
 def test_verdicts(graded: tuple[Path, Path]) -> None:
     report = json.loads((graded[1] / "report.json").read_text())
     verdicts = {Path(e["path"]).parent.name: e["verdict"] for e in report["submissions"]}
@@ -70,6 +71,7 @@ def test_the_sample_reaches_a_bug_the_examples_show_too() -> None:
     assert entry.checks["fcfs"] is GroupState.FAIL, entry
 
 
+@pytest.mark.heavy
 def test_the_three_files_and_a_page_per_failure(graded: tuple[Path, Path]) -> None:
     whole = graded[1]
     report = json.loads((whole / "report.json").read_text())
@@ -104,6 +106,7 @@ def test_grading_nothing_that_exists_is_a_usage_error(tmp_path: Path) -> None:
     assert main(["grade", str(tmp_path / "nobody"), "--out", str(tmp_path / "out")]) == 2
 
 
+@pytest.mark.heavy
 def test_a_submission_that_hangs_past_the_budget_fails_on_what_it_showed() -> None:
     """Each hang costs a call timeout; one that hangs often runs out of the budget. What
     failed did fail: a verdict (fail), the groups not reached 'not run'; never `error`,
@@ -135,6 +138,7 @@ def test_code_that_sorts_by_seq_id_fails_the_sample() -> None:
     assert {f.check for f in entry.failures} & {"A1", "R1"}, entry.failures
 
 
+@pytest.mark.heavy
 def test_report_json_reads_back_as_it_was_written(graded: tuple[Path, Path]) -> None:
     """Merging reads each shard's report.json into types and writes it again: nothing may
     be lost or changed on the way, for any entry (pass, fail, a contract failure)."""

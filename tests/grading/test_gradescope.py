@@ -41,6 +41,7 @@ def assert_gradescope_schema(results: dict[str, Any]) -> None:
     assert sum(t["score"] for t in results["tests"]) == results["score"]
 
 
+@pytest.mark.heavy
 def test_a_correct_submission_gets_full_marks(tmp_path: Path) -> None:
     written = tmp_path / "results.json"
     assert (

@@ -113,6 +113,7 @@ def test_replaying_every_regression_passes(
     assert "every check holds on" in out
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "sample",
     [
@@ -136,6 +137,7 @@ def test_grading_gives_every_subject_full_marks(
         assert set(entry["checks"].values()) == {"pass"}, (name, entry["checks"])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("name", "fast"), CHECKED)
 def test_check_passes(
     name: str,

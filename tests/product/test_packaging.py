@@ -119,6 +119,7 @@ def package_files() -> dict[str, Path]:
     return found
 
 
+@pytest.mark.heavy
 def test_the_wheel_holds_the_checkouts_files_byte_for_byte(wheel: Path) -> None:
     archive = zipfile.ZipFile(wheel)
     held = {n: archive.read(n) for n in archive.namelist() if not n.endswith("/")}

@@ -62,6 +62,7 @@ def processes_running(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.heavy
 @ROOT_ONLY
 def test_killing_every_process_it_can_harms_no_classmate(tmp_path: Path) -> None:
     killer = standalone(HOSTILE / "kills_everyone.py")
@@ -105,6 +106,7 @@ def wait_for_the_child(worker: Isolated) -> str:
     return printed
 
 
+@pytest.mark.heavy
 @ROOT_ONLY
 def test_a_detached_child_dies_with_its_box(tmp_path: Path) -> None:
     copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path / "src", "detacher_graded")

@@ -61,6 +61,7 @@ def test_a_config_keeps_only_the_kinds_that_fit_it() -> None:
     assert space.kinds == ((1, 1), (2, 2))  # 5+1 needs 5 blocks of 1: it never fits in 3
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "chunk",
     [
@@ -150,6 +151,7 @@ TURNS = {
 TURNED = sorted(TURNS)[rotation_day() % len(TURNS)]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "turn",
     [pytest.param(t, marks=() if t == TURNED else pytest.mark.costly) for t in sorted(TURNS)],

@@ -88,6 +88,7 @@ def test_mutant_is_caught_by_the_check_it_names(mutant: str) -> None:
     assert caught.requests <= 4, caught.verdict.report()
 
 
+@pytest.mark.heavy
 def test_a_correct_file_goes_through_a_hunt_clean() -> None:
     """hunt's own false-FAIL guard, on the reference under a path of its own (R1 runs).
     300 examples: every mode's full guard is tests/product/test_equivalents.py."""
@@ -98,6 +99,7 @@ def test_a_correct_file_goes_through_a_hunt_clean() -> None:
         )
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "mutant",
     [pytest.param(m, marks=() if m in ROTATING else pytest.mark.costly) for m in NAMES],
