@@ -15,8 +15,9 @@ from schedcheck.engine.workload import EngineWorkload
 
 
 def scheduled(seq: Any, name: str, runner: Runner, is_prefill: bool) -> Scheduled:
-    """Which positions the runner computes for `seq` this step (engine/runner.py, the profiles in runners.py):
-    a prefill as the engine's runner reads it, a decode always its last position."""
+    """Which positions the runner computes for `seq` this step (engine/runner.py; the
+    profiles in runners.py): a prefill as the engine's runner reads it, a decode always its
+    last position."""
     tokens = tuple(int(t) for t in seq.token_ids)
     if runner.by_prefill_rule(is_prefill):
         first, span = runner.fields
