@@ -15,7 +15,7 @@ The rooms, bottom up (tests/product/test_layers.py holds each to importing only 
 (a worker in a box), `model` (workloads and traces), `invariants` (the checks),
 `strategies` (what to try), `drive` (running an implementation), `verdict` (one
 workload's verdict and report), `search`, `suite` (the properties as pytest tests),
-`grading`, `engine` (nano-vllm's engines), `plugin` and `cli`.
+`grading`, `engine` (real engines: nano-vllm's, vLLM's, through adapters), `plugin` and `cli`.
 """
 
 from importlib.metadata import version
