@@ -4,7 +4,7 @@ The package's `**/*.py` sources (`nanovllm/`, or a fork's own name) are read int
 first (an isolated worker reads them before it enters its box, where the files are out of
 view) and imported from there by a finder of our own: the packages' `__init__.py` are not
 run (they would import the whole engine), and `<package>.config` is replaced by a `Config`
-holding the fields read off the engine's own config.py (schedcheck/engine/setup.py). Only
+holding the fields read off the engine's own config.py (schedcheck/engine/nanovllm/config.py). Only
 what `engine/scheduler.py` and `sampling_params.py` import runs.
 """
 
@@ -36,7 +36,7 @@ class ConfigUnset(AttributeError):
 
 class Config:
     """The engine's Config without its __post_init__ (which loads a model): the fields and
-    defaults read off its config.py, the workload's values over them (engine/setup.py)."""
+    defaults read off its config.py, the workload's values over them (nanovllm/config.py)."""
 
     def __init__(self, **fields: Any) -> None:
         self.__dict__.update(fields)
