@@ -8,7 +8,7 @@ from typing import Protocol
 from schedcheck.engine.checks import CATALOGUE, check_engine
 from schedcheck.engine.trace import UNDRIVABLE, EngineTrace
 from schedcheck.engine.traits import Traits
-from schedcheck.engine.workload import EngineWorkload
+from schedcheck.engine.workload import EngineRequest, EngineWorkload
 from schedcheck.invariants.violation import Violation
 
 
@@ -70,14 +70,8 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         "workload:",
         f"  config: num_kvcache_blocks={c.num_blocks} kvcache_block_size={c.block_size} "
         f"max_num_seqs={c.max_num_seqs} max_num_batched_tokens={c.max_num_batched_tokens} "
-        "eos=0",
-        "  requests: "
-        + ", ".join(
-            f"{r.name} prompt {list(r.prompt)} max_tokens {r.max_tokens}"
-            + (" ignore_eos" if r.ignore_eos else "")
-            + f" (step {r.arrival})"
-            for r in w.requests
-        ),
+        f"eos=0 policy={c.policy}",
+        "  requests: " + ", ".join(_request(r) for r in w.requests),
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
         "",
@@ -102,3 +96,18 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         outputs = ", ".join(f"{n} {list(o)}" for n, o in trace.outputs.items())
         lines.append(f"\noutputs: {outputs}")
     return "\n".join(lines)
+
+
+def _request(r: EngineRequest) -> str:
+    """A request as the report shows it: every field its workload drew (the ones left at
+    their defaults are left out)."""
+    words = [f"{r.name} prompt {list(r.prompt)} max_tokens {r.max_tokens}"]
+    if r.ignore_eos:
+        words.append("ignore_eos")
+    if r.priority:
+        words.append(f"priority {r.priority}")
+    if r.stop:
+        words.append(f"stop {list(r.stop)}")
+    if r.abort:
+        words.append(f"aborted at step {r.abort}")
+    return " ".join(words) + f" (step {r.arrival})"

@@ -1,0 +1,29 @@
+"""An engine failure's report shows every field its workload drew (issue 35, point 6: a
+priority-preemption counterexample printed without its policy or priorities could not be
+read back)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.verdict import report
+from schedcheck.invariants.violation import Violation
+
+TRACE = Path(__file__).resolve().parent.parent / "engine_subjects" / "vllm" / "trace.json"
+
+
+def test_the_report_shows_the_policy_and_each_requests_drawn_fields() -> None:
+    trace = EngineTrace.from_dict(json.loads(TRACE.read_text()))
+    first, second, *rest = trace.workload.requests
+    drawn = (replace(first, priority=2, stop=(1,), abort=3), second, *rest)
+    config = replace(trace.workload.config, policy="priority")
+    trace = replace(trace, workload=replace(trace.workload, config=config, requests=drawn))
+    text = report(Violation("E10", 2, "schedule()", "the wrong victim", ()), trace)
+    assert "policy=priority" in text
+    assert f"{first.name} prompt {list(first.prompt)} max_tokens {first.max_tokens} " in text
+    assert "priority 2 stop [1] aborted at step 3 (step 1)" in text
+    plain = text.split(f"{second.name} prompt", 1)[1].split(",", 1)[0]
+    assert "priority" not in plain and "stop" not in plain and "aborted" not in plain
