@@ -41,7 +41,7 @@ from schedcheck.engine.workload import EngineWorkload
 from schedcheck.strategies.workloads import fixed_sample
 
 # A correct engine of nano-vllm's shape, written here (read as data, not imported).
-CORRECT = Path(__file__).resolve().parent.parent / "tests" / "engines" / "correct"
+CORRECT = Path(__file__).resolve().parent.parent / "tests" / "engine_subjects" / "correct"
 
 COUNT = 500
 
