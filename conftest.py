@@ -10,7 +10,11 @@ already (pyproject.toml names the entry point like the module) and not loaded tw
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+from schedcheck.drive.loader import REFERENCE
 
 pytest_plugins = ("schedcheck.plugin",)
 
@@ -46,3 +50,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=costly)
             items[:] = [item for item in items if not item.get_closest_marker("costly")]
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)  # stable
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` in this checkout's own run: a worker more than the cores. Many self-checks
+    spend their time waiting on processes of their own (a worker starting in its box, a
+    hung call's timeout, a pytest or `schedcheck` subprocess), and a third worker fills
+    those waits. A run with `--impl` keeps xdist's own count: there the work is the
+    submission's, one worker per core."""
+    if config.getoption("--impl", REFERENCE) != REFERENCE:
+        return None
+    return len(os.sched_getaffinity(0)) + 1

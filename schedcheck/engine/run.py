@@ -127,12 +127,11 @@ class Run:
         self.driver = driver
         try:
             self._loop(driver)
-        except Stop as stop:
-            return EngineTrace(self.workload, self.traits, tuple(self.steps), failure=stop.failure)
-        try:
             outputs = driver.outputs()
         except Stop as stop:
             return EngineTrace(self.workload, self.traits, tuple(self.steps), failure=stop.failure)
+        finally:
+            self.driver = None  # the driver holds this run: no cycle outlives it
         return EngineTrace(self.workload, self.traits, tuple(self.steps), outputs)
 
     def _loop(self, driver: Driver) -> None:
@@ -182,8 +181,12 @@ class Run:
             # step that changed the state is not (a preemption that freed blocks lets the
             # next step go on); the bound above still catches a livelock.
             done = self.steps[-1]
-            unchanged = done.after_postprocess == settled
-            if driver.stuck_is_e5 and not done.scheduled and self.step >= last_event and unchanged:
+            if (
+                driver.stuck_is_e5
+                and not done.scheduled
+                and self.step >= last_event
+                and done.after_postprocess == settled  # last: a pool's equality is not cheap
+            ):
                 raise Stop(
                     EngineFailure(
                         "E5",
