@@ -18,6 +18,12 @@ from schedcheck.drive.loader import REFERENCE
 
 pytest_plugins = ("schedcheck.plugin",)
 
+# The processes this run starts (hundreds: `schedcheck check`, pytest, workers in their
+# boxes) may cache their bytecode even where the environment says not to, as container
+# images often do: else each recompiles schedcheck and has pytest rewrite Hypothesis's
+# modules anew, a second or two apiece. Nothing they compute depends on it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 MARKERS = (
     "costly: a self-check too slow for every run; `pytest -m costly` runs them all "
     "(.ci/run does), the default run a rotating few",
