@@ -62,8 +62,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto` in this checkout's own run: a worker more than the cores. Many self-checks
     spend their time waiting on processes of their own (a worker starting in its box, a
     hung call's timeout, a pytest or `schedcheck` subprocess), and a third worker fills
-    those waits. A run with `--impl` keeps xdist's own count: there the work is the
-    submission's, one worker per core."""
-    if config.getoption("--impl", REFERENCE) != REFERENCE:
-        return None
-    return len(os.sched_getaffinity(0)) + 1
+    those waits. A run with `--impl` keeps xdist's own count (there the work is the
+    submission's, one worker per core), and so does a run of chosen marks (`-m costly`:
+    tests that each start several processes, some of them timed)."""
+    if config.getoption("--impl", REFERENCE) != REFERENCE or config.getoption("markexpr"):
+        return None  # a submission's run, or a chosen set (-m costly: heavier tests each)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
