@@ -9,6 +9,7 @@ run builds the wheel and reads it; what needs the venv is `costly` (CI runs it).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -66,18 +67,34 @@ def sh(*command: str | Path, cwd: Path, timeout: float = 600) -> subprocess.Comp
     )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Built from a copy: pip builds in the source tree, and xdist's workers build at once."""
-    out = tmp_path_factory.mktemp("wheel")
-    source = out / "checkout"
+    """Built from a copy (pip builds in the source tree), once for the whole run: under
+    xdist the workers share their base temp's parent, and the first to get the lock builds
+    (ten seconds) while the others wait for it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if base.name.startswith("popen-gw") else base
+    with open(shared / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out = shared / "wheel"
+        if not out.is_dir():
+            _build(out)
+    (found,) = out.glob("schedcheck-*.whl")
+    return found
+
+
+def _build(out: Path) -> None:
+    scratch = out.with_name("wheel-building")
+    shutil.rmtree(scratch, ignore_errors=True)
+    source = scratch / "checkout"
     skip = (".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*skip, "mutants"))
     shutil.copytree(ROOT / "tests" / "mutants", source / "tests" / "mutants")
-    built = sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, source, cwd=out)
+    built = sh(
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", scratch, source, cwd=scratch
+    )
     assert built.returncode == 0, built.stdout + built.stderr
-    (found,) = out.glob("schedcheck-*.whl")
-    return found
+    scratch.rename(out)  # whole or not at all: a failed build leaves no wheel to find
 
 
 @pytest.fixture(scope="module")
