@@ -66,10 +66,11 @@ def processes_running(marker: str) -> list[int]:
 @ROOT_ONLY
 def test_killing_every_process_it_can_harms_no_classmate(tmp_path: Path) -> None:
     killer = standalone(HOSTILE / "kills_everyone.py")
-    graded = grade_class(tmp_path / "class", tmp_path / "out", killer)
+    # one classmate graded beside it is enough to be harmed (two cost six seconds more)
+    graded = grade_class(tmp_path / "class", tmp_path / "out", killer, classmates=CLASSMATES[:1])
     assert {name: e["verdict"] for name, e in graded.items()} == {
         "kills_everyone": "pass",
-        **dict.fromkeys(CLASSMATES, "pass"),
+        CLASSMATES[0]: "pass",
     }
     assert all(e["isolation"] == "full" for e in graded.values())
 
