@@ -152,8 +152,8 @@ def engine_command(args: argparse.Namespace) -> int:
     name = name or registry.DEFAULT
     try:
         adapter = registry.adapter(name)
-        foreign = [f"--{o.replace('_', '-')}" for o in ENGINE_OPTIONS if _given(args, o)]
-        foreign = [o for o in foreign if o[2:].replace("-", "_") not in adapter.options]
+        given = [o for o in ENGINE_OPTIONS if getattr(args, o)]  # None, or [] for --config
+        foreign = [f"--{o}" for o in given if o not in adapter.options]
         if foreign:
             raise SetupError(
                 f"{', '.join(foreign)}: not an option of {adapter.title}'s adapter "
@@ -205,10 +205,6 @@ def engine_command(args: argparse.Namespace) -> int:
     finally:
         engine.stop()
     return conclude(args, shown, options, found, labels(adapter.features), checks)
-
-
-def _given(args: argparse.Namespace, option: str) -> bool:
-    return bool(getattr(args, option))  # None, or [] for --config: not given
 
 
 def conclude(

@@ -18,7 +18,7 @@ from typing import Any
 from schedcheck.engine.adapter import Adapter, EngineSetup, Loaded
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.sandbox.beat import Board
-from schedcheck.sandbox.worker import Worker, bind, boxed, ready
+from schedcheck.sandbox.worker import Tools, Worker, bind, boxed, ready
 
 __all__ = ["LoadError", "serve"]
 
@@ -32,8 +32,8 @@ class LoadError:
 
 
 class EngineWorker(Worker):
-    def __init__(self, conn: Connection, loaded: Loaded, board: Board) -> None:
-        super().__init__(conn, board)
+    def __init__(self, conn: Connection, loaded: Loaded, board: Board, tools: Tools) -> None:
+        super().__init__(conn, board, tools)
         self.loaded = loaded
 
     def op_engine_run(self, request: dict[str, Any]) -> None:
@@ -63,4 +63,4 @@ def _main(adapter: Adapter, argv: list[str]) -> None:
         ready(tools, load_error=f"{type(e).__name__}: {e}")
         return
     ready(tools, problems=[])
-    EngineWorker(conn, loaded, board).serve()
+    EngineWorker(conn, loaded, board, tools).serve()

@@ -92,7 +92,7 @@ class NanoDriver:
 
     def __init__(self, engine: Engine, run: Run, setup: EngineSetup) -> None:
         self.engine, self.run, self.workload = engine, run, run.workload
-        self.setup, self.runner = setup, RUNNERS[setup.runner]
+        self.setup, self.runner = setup, run.traits.runner
         self.source = str(engine.root)
         self.with_is_prefill = takes_is_prefill(engine)
         # nano-vllm-voxcpm's shape: Sequence(seq_id, token_ids, block_size), no postprocess();
