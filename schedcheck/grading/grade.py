@@ -99,6 +99,9 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     isolation = worker.isolation  # the level in effect (docs/isolation.md)
     failing: dict[str, Workload] = {}
     page_html: str | None = None
+    # Small workloads known to break something, tried first when a group is shrunk: the
+    # spec's worked example that failed, then those shrunk for earlier groups.
+    shrunk: list[Workload] = []
     try:
         checks["examples"] = GroupState.PASS
         for workload in EXAMPLES.values():
@@ -107,6 +110,7 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
                 continue
             checks["examples"] = GroupState.FAIL
             failures.append(failure(verdict.violations[0], workload, len(verdict.trace.steps)))
+            shrunk.append(workload)
             if verdict.violations[0].check == "C1":
                 # It cannot even run the spec's examples: nothing else can be judged.
                 checks["contract"] = GroupState.FAIL
@@ -125,7 +129,6 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
         for group in GROUPS:
             if group != "examples":
                 checks[group] = GroupState.FAIL if group in failing else unfailed
-        shrunk: list[Workload] = []
         for group in sorted(failing, key=list(GROUPS).index):
             failures.append(shrink(worker, group, spent, shrunk, failing[group]))
         drawn = next((f.workload for f in failures if f.workload is not None), None)
@@ -164,9 +167,9 @@ def shrink(
     """The smallest workload the search finds that breaks `group`, and what broke; where
     the search finds none (a bug only larger workloads show), the `sampled` one that did.
 
-    One bug often breaks several groups: a workload already shrunk for an earlier group
-    that breaks this one too is reported again (small already) instead of a new search.
-    `shrunk` collects them."""
+    One bug often breaks several groups: a small workload already known to break something
+    (the spec's worked example that failed, one shrunk for an earlier group) that breaks
+    this one too is reported again instead of a new search. `shrunk` collects them."""
 
     checks = GROUPS[group]  # only these: no twin run unless D1, no reference unless R1
 
