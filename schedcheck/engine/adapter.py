@@ -1,7 +1,7 @@
 """What an engine's adapter provides: the one protocol every engine implements, and the
 plain data it declares (docs/engines.md, "Another engine").
 
-The core of `schedcheck engine` (the workloads, the run's skeleton, the checks E1-E10, the
+The core of `schedcheck engine` (the workloads, the run's skeleton, the checks E1-E12, the
 search, the verdict, the command) names no engine: what differs between engines is what
 an adapter declares here (its workload features, its traits, its policies on by default,
 its memory and start-up needs) and the few things only it can do (read its setup from the
@@ -41,6 +41,7 @@ class Features:
     max_tokens: int = 5  # the longest output a request asks for
     pool_slack: int = 6  # blocks drawn above the largest request's need (fewer: tighter)
     reserved: int = 0  # blocks the pool keeps out of play (vLLM's null block)
+    resets: bool = False  # the prefix cache cleared between steps, requests running
 
 
 PLAIN = Features()
@@ -60,6 +61,12 @@ class EngineSetup:
     unset: tuple[str, ...] = ()  # config fields with none (read: a usage error naming it)
     config_from: str = ""
     options: tuple[str, ...] = ()  # the command-line options that reproduce this setup
+    # the modes its workloads draw from (EngineConfig.mode), the first the default; ("",)
+    # for an engine of one mode
+    modes: tuple[str, ...] = ("",)
+    # what its runs can reach beyond what its features say (engine/strategies.py's labels,
+    # such as a preemption with a step in flight, where a mode overlaps steps)
+    reaches: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +78,8 @@ class EngineSetup:
             "unset": list(self.unset),
             "config_from": self.config_from,
             "options": list(self.options),
+            "modes": list(self.modes),
+            "reaches": list(self.reaches),
         }
 
     @classmethod
@@ -84,6 +93,8 @@ class EngineSetup:
             tuple(map(str, data["unset"])),
             str(data["config_from"]),
             tuple(map(str, data["options"])),
+            tuple(map(str, data.get("modes", ("",)))),
+            tuple(map(str, data.get("reaches", ()))),
         )
 
     @property

@@ -1,4 +1,4 @@
-"""The engine checks, E1-E10, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E12, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
@@ -6,7 +6,9 @@ E5 every request finishes in time; E6 the engine raises nothing; E7 each request
 equals its output alone; E8 a scheduled sequence's pickled copy carries what the model
 runner needs at that step; E9 (off unless asked for) no more than max_num_seqs sequences
 are running at once; E10 (vLLM only) recompute preemption takes vLLM's victim and
-requeues it at the front.
+requeues it at the front; E11 and E12 (vLLM's async scheduling, quiet where no step
+overlaps another) tokens in flight are counted right, and no position is computed on a
+placeholder the runner holds for one.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
 can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
 from schedcheck.engine.runner import Runner
-from schedcheck.engine.trace import Copy, EngineTrace, Scheduled
+from schedcheck.engine.trace import UNKNOWN, Copy, EngineTrace, Pool, Scheduled
 from schedcheck.engine.workload import EngineRequest
 from schedcheck.invariants.violation import Violation
 
@@ -274,13 +276,79 @@ def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) 
         said = f"{first} {copy.num_cached}" + (f", {second} {copy.num_scheduled}" if second else "")
         return f"{said}: positions {theirs[0]}..{sum(theirs) - 1}, not {start}..{end - 1}"
     have = copy.token_ids or ()
-    if any(p >= len(have) or have[p] != seq.token_ids[p] for p in range(start, min(end, size))):
+    # a placeholder (-1) where a token should be is E12's to report
+    if any(
+        p >= len(have) or have[p] not in (seq.token_ids[p], UNKNOWN)
+        for p in range(start, min(end, size))
+    ):
         shown = "no tokens" if copy.token_ids is None else f"tokens {list(have)}"
         return (
             f"{shown}, but this step computes positions {start}..{end - 1}: "
             f"{list(seq.token_ids[start:end])}"
         )
     return None
+
+
+def check_e11(trace: EngineTrace) -> Iterator[Violation]:
+    """vLLM's accounting of tokens in flight (async scheduling: `num_output_placeholders`,
+    raised in AsyncScheduler._update_after_schedule for each step that samples, lowered in
+    _update_request_with_output as each token lands, zeroed in _preempt_request): never
+    negative; none counted for a request that is not running; and for a running request
+    with tokens in flight, num_computed_tokens = the tokens it knows + those in flight - 1
+    (its last token is sampled, not computed). Read after each schedule() and update."""
+    for step in trace.steps:
+        for pool, call in ((step.after_schedule, "schedule()"), (step.after_postprocess, None)):
+            if pool is None:
+                continue
+            for name, computed, flight in pool.progress:
+                problem = _flight_problem(pool.status.get(name), computed, flight, pool, name)
+                if problem is not None:
+                    yield Violation(
+                        "E11",
+                        step.step,
+                        call or trace.traits.update_call,
+                        f"{name}: {problem}",
+                        (name,),
+                    )
+                    return  # the first wrong count tells the story
+
+
+def _flight_problem(
+    status: str | None, computed: int, flight: int, pool: Pool, name: str
+) -> str | None:
+    known = len(pool.tokens.get(name, ()))
+    if flight < 0:
+        return f"num_output_placeholders is {flight}"
+    if status != "RUNNING" and flight:
+        return f"{flight} token(s) counted in flight, but it is {status} (not running)"
+    if status == "RUNNING" and flight and computed != known + flight - 1:
+        return (
+            f"num_computed_tokens is {computed}, but it knows {known} tokens and has "
+            f"{flight} in flight: {known + flight - 1} are computed"
+        )
+    return None
+
+
+def check_e12(trace: EngineTrace) -> Iterator[Violation]:
+    """Async scheduling's runner holds -1 for a token it sampled and has not copied back;
+    only the last position of a request of the previous batch reads the real token (from
+    the device). A step that computes a position whose input the runner holds as -1
+    computes on garbage."""
+    for step in trace.steps:
+        for seq, copy in zip(step.scheduled, step.copies, strict=False):
+            start, end = span(seq)
+            have = copy.token_ids or ()
+            unknown = [p for p in range(start, min(end, len(have))) if have[p] == UNKNOWN]
+            if unknown:
+                yield Violation(
+                    "E12",
+                    step.step,
+                    "model runner",
+                    f"{seq.name} computes position(s) {unknown} on an unknown input: the "
+                    f"runner holds -1 there (a token sampled on the device, never sent "
+                    f"back to it), in {list(have)}",
+                    (seq.name,),
+                )
 
 
 ENTRIES: tuple[EngineCheck, ...] = (
@@ -392,10 +460,33 @@ ENTRIES: tuple[EngineCheck, ...] = (
         function=check_e10,
         policy=False,
     ),
+    EngineCheck(
+        id="E11",
+        title="tokens in flight are counted right (async scheduling): never negative, none "
+        "for a request not running, num_computed_tokens = known + in flight - 1",
+        symptom="a request scheduled past its tokens, or one step short of them; an assert in "
+        "the engine core kills the server",
+        likely_bugs=(
+            "num_output_placeholders not reset when a request is preempted",
+            "a placeholder not resolved when its token lands, or resolved twice",
+        ),
+        function=check_e11,
+    ),
+    EngineCheck(
+        id="E12",
+        title="no position is computed on an input the runner does not hold (async "
+        "scheduling's -1 placeholders)",
+        symptom="silently wrong outputs: the model reads a placeholder as a token",
+        likely_bugs=(
+            "a request's in-flight token read from the runner's CPU copy, not the device",
+            "a request scheduled past its last known token outside the previous batch",
+        ),
+        function=check_e12,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E10."""
+"""Every engine check by id, E1-E12."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from schedcheck import faults
 from schedcheck.engine import registry
-from schedcheck.engine.adapter import SetupError
+from schedcheck.engine.adapter import PLAIN, Features, SetupError
 from schedcheck.engine.checks import POLICIES, active
 from schedcheck.engine.html import engine_page
 from schedcheck.engine.isolated import IsolatedEngine
@@ -36,7 +36,14 @@ __all__ = ["add_parser", "engine_command"]
 
 # The command's options that only some engines take: each adapter says which of these it
 # does (Adapter.options), and a run that gives another is a usage error naming it.
-ENGINE_OPTIONS = ("package", "config", "runner", "prefill")
+ENGINE_OPTIONS = {
+    "package": "--package",
+    "config": "--config",
+    "runner": "--runner",
+    "prefill": "--prefill",
+    "async_scheduling": "--async",
+    "modes": "--modes",
+}  # each option's name in the parsed arguments, and as the user spells it
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -81,7 +88,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--runner",
         metavar="NAME",
         help="nano-vllm: the model runner's position rules, by name (default: read off the "
-        "engine's model_runner.py)",
+        "engine's model_runner.py); vLLM: the model runner's protocol, v1 or v2 (default: "
+        "the release's for a dense model)",
+    )
+    engine.add_argument(
+        "--async",
+        dest="async_scheduling",
+        choices=("on", "off"),
+        help="vLLM: async scheduling, its engine core overlapping steps (default: the release's)",
+    )
+    engine.add_argument(
+        "--modes",
+        choices=("default", "all"),
+        help="vLLM: which modes the search draws from: the one the options name (default), "
+        "or every combination of scheduling and runner protocol the release has (all)",
     )
     engine.add_argument(
         "--prefill",
@@ -153,7 +173,7 @@ def engine_command(args: argparse.Namespace) -> int:
     try:
         adapter = registry.adapter(name)
         given = [o for o in ENGINE_OPTIONS if getattr(args, o)]  # None, or [] for --config
-        foreign = [f"--{o}" for o in given if o not in adapter.options]
+        foreign = [ENGINE_OPTIONS[o] for o in given if o not in adapter.options]
         if foreign:
             raise SetupError(
                 f"{', '.join(foreign)}: not an option of {adapter.title}'s adapter "
@@ -194,17 +214,18 @@ def engine_command(args: argparse.Namespace) -> int:
     print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
     try:
         if args.replay:
-            return replay(engine, shown, args.replay, checks, adapter.features.reserved)
+            return replay(engine, shown, args.replay, checks, adapter.features, setup.modes)
         chunked, how = adapter.prefill(lambda: chunks_prefills(engine), args.prefill)
         if how is not None:
             print(how)
-        found = search_engine(engine, args.examples, checks, chunked, adapter.features)
+        found = search_engine(engine, args.examples, checks, chunked, adapter.features, setup.modes)
     except Undrivable as e:
         print(f"schedcheck engine: {adapter.undrivable(shown, str(e))}", file=sys.stderr)
         return faults.USAGE
     finally:
         engine.stop()
-    return conclude(args, shown, options, found, labels(adapter.features), checks)
+    reached = labels(adapter.features, setup.modes, setup.reaches)
+    return conclude(args, shown, options, found, reached, checks)
 
 
 def conclude(
@@ -240,6 +261,25 @@ def conclude(
     return faults.FAIL
 
 
+def unsupported(workload: EngineWorkload, features: Features, modes: tuple[str, ...]) -> list[str]:
+    """What a saved workload asks of the engine that its adapter does not have (none of its
+    own workloads draws it): said, never silently left out."""
+    has = {
+        "aborts": features.aborts or not any(r.abort for r in workload.requests),
+        "stop tokens": features.stops or not any(r.stop for r in workload.requests),
+        "priorities": features.priorities
+        or (workload.config.policy == "fcfs" and not any(r.priority for r in workload.requests)),
+        "prefix-cache resets": features.resets or not workload.resets,
+    }
+    found = [
+        f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok
+    ]
+    mode = workload.config.mode
+    if mode and mode not in modes:
+        found.append(f"mode {mode!r}, which this run does not have (it has {', '.join(modes)})")
+    return found
+
+
 def _switched(checks: list[str], on_for_it: frozenset[str]) -> str:
     """What the checks line adds: the policies this run has off that are on by default for
     the engine, and those it could switch on."""
@@ -253,17 +293,24 @@ def _switched(checks: list[str], on_for_it: frozenset[str]) -> str:
     return "".join(f"; {w}" for w in words if w)
 
 
-def replay(engine: Runs, root: str, files: list[str], checks: list[str], reserved: int = 0) -> int:
+def replay(
+    engine: Runs,
+    root: str,
+    files: list[str],
+    checks: list[str],
+    features: Features = PLAIN,
+    modes: tuple[str, ...] = ("",),
+) -> int:
     try:
         loaded = [(f, EngineWorkload.from_json(Path(f).read_text())) for f in files]
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"schedcheck engine: cannot read a saved workload: {e}", file=sys.stderr)
         return faults.USAGE
     for name, workload in loaded:
-        if workload.problems(reserved):
+        problems = [*workload.problems(features.reserved), *unsupported(workload, features, modes)]
+        if problems:
             print(
-                f"schedcheck engine: {name} is not valid input: "
-                f"{'; '.join(workload.problems(reserved))}",
+                f"schedcheck engine: {name} is not valid input: {'; '.join(problems)}",
                 file=sys.stderr,
             )
             return faults.USAGE

@@ -60,6 +60,10 @@ class Driver(Protocol):
     def abort(self, request: EngineRequest) -> None:
         """Abort `request`, added and maybe finished by now, at the start of its step."""
 
+    def reset(self) -> None:
+        """Clear the prefix cache, preempting the running requests, at the start of a step
+        the workload names (only an engine whose Features have `resets` is given any)."""
+
     def idle(self) -> bool:
         """Whether the engine has nothing to schedule now (asked every step)."""
         ...
@@ -140,7 +144,10 @@ class Run:
         pending = sorted(requests, key=lambda r: r.arrival)
         added: set[str] = set()
         limit = bound(self.workload)
-        last_event = max([r.arrival for r in requests] + [r.abort for r in requests], default=0)
+        last_event = max(
+            [r.arrival for r in requests] + [r.abort for r in requests] + [*self.workload.resets],
+            default=0,
+        )
         while True:
             self.step += 1
             while pending and pending[0].arrival <= self.step:
@@ -150,6 +157,8 @@ class Run:
             for request in requests:
                 if request.abort == self.step and request.name in added:
                     driver.abort(request)
+            if self.step in self.workload.resets:
+                driver.reset()
             if driver.idle():
                 lost = driver.lost()
                 if lost:
@@ -180,12 +189,15 @@ class Run:
             # Stuck: an empty step that changed nothing, so the next is the same. An empty
             # step that changed the state is not (a preemption that freed blocks lets the
             # next step go on); the bound above still catches a livelock.
+            # (An engine core that overlaps steps may take an empty one to tell its runner
+            # of requests just finished, with none left: that is not stuck.)
             done = self.steps[-1]
             if (
                 driver.stuck_is_e5
                 and not done.scheduled
                 and self.step >= last_event
-                and done.after_postprocess == settled  # last: a pool's equality is not cheap
+                and done.after_postprocess == settled  # a pool's equality is not cheap
+                and driver.unfinished()
             ):
                 raise Stop(
                     EngineFailure(

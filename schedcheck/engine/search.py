@@ -47,9 +47,10 @@ def search_engine(
     checks: list[str] | None = None,
     chunked: bool | None = None,
     features: Features = PLAIN,
+    modes: tuple[str, ...] = ("",),
 ) -> Search:
     """`chunked`: whether the engine chunks prefills (default: probed); `features`: what its
-    workloads draw (its adapter's)."""
+    workloads draw (its adapter's); `modes`: the modes they are drawn in (its setup's)."""
     found = Search()
     start = time.monotonic()
     if chunked is None:
@@ -63,7 +64,7 @@ def search_engine(
 
     options = settings(SEARCH, max_examples=examples)  # `check`'s hunt, derandomized
     try:
-        strategy = engine_workloads(whole_prefill=not chunked, features=features)
+        strategy = engine_workloads(whole_prefill=not chunked, features=features, modes=modes)
         workload = find(strategy, fails, settings=options)
         found.failure = (workload, verify_engine(engine, workload, checks))
     except NoSuchExample:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
-from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
 MAX_REQUESTS = 5
@@ -37,6 +37,9 @@ IGNORED_EOS = "eos ignored (ignore_eos)"
 ABORTED = "abort (finish_requests) of an unfinished request"
 STOPPED = "finish by a stop token"
 PRIORITY = "preemption under the priority policy"
+RESET = "prefix cache cleared with requests running"
+SKIPPED = "a running request left out of a step"
+IN_FLIGHT_PREEMPTION = "preemption of a request with a step in flight"
 LABELS = (
     PREFIX_HIT,
     WHOLE_PROMPT_HIT,
@@ -50,14 +53,24 @@ LABELS = (
 )
 
 
-def labels(features: Features) -> tuple[str, ...]:
-    """The hard parts an engine with `features` can reach."""
+def labels(
+    features: Features, modes: tuple[str, ...] = ("",), reaches: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    """The hard parts an engine with `features`, run in `modes`, can reach; `reaches`: those
+    its adapter says this setup reaches besides (EngineSetup.reaches: SKIPPED,
+    IN_FLIGHT_PREEMPTION)."""
     extra = (
         (ABORTED, features.aborts),
         (STOPPED, features.stops),
         (PRIORITY, features.priorities),
+        (RESET, features.resets),
     )
-    return (*LABELS, *(label for label, has in extra if has))
+    shown = tuple(mode_label(m) for m in modes) if len(modes) > 1 else ()
+    return (*LABELS, *(label for label, has in extra if has), *reaches, *shown)
+
+
+def mode_label(mode: str) -> str:
+    return f"mode {mode}"
 
 
 _TOKENS = st.integers(1, 3)
@@ -69,11 +82,13 @@ def engine_workloads(
     max_requests: int = MAX_REQUESTS,
     whole_prefill: bool = False,
     features: Features = PLAIN,
+    modes: tuple[str, ...] = ("",),
 ) -> EngineWorkload:
     """`whole_prefill` for an engine that does not chunk prefills (nano-vllm before
     8d63a98, and forks): a prefill computes a sequence to its end in one step, so the
     budget must hold the longest one (a prompt and the output a preempted sequence
-    re-prefills with), as nano-vllm's config asserted."""
+    re-prefills with), as nano-vllm's config asserted. `modes`: the modes drawn from, the
+    first the one everything shrinks to (one mode: nothing is drawn)."""
     vocab = draw(st.integers(1, 3))
     tokens = st.integers(1, vocab)
     stems = draw(st.lists(st.lists(tokens, min_size=1, max_size=8), min_size=1, max_size=2))
@@ -113,7 +128,17 @@ def engine_workloads(
         max_num_batched_tokens=draw(st.integers(max(seqs, longest), max(12, longest))),
         policy=draw(st.sampled_from(["fcfs", "priority"])) if features.priorities else "fcfs",
     )
-    return EngineWorkload(config, tuple(requests), vocab, draw(st.sampled_from([2, 0, 5])))
+    eos = draw(st.sampled_from([2, 0, 5]))
+    # drawn last, and only where the engine has them: the draws of an engine without them
+    # are the same as before they existed
+    if len(modes) > 1:
+        config = replace(config, mode=draw(st.sampled_from(modes)))
+    elif modes[0]:  # one mode, named: saved with the workload, which replays in it
+        config = replace(config, mode=modes[0])
+    resets: tuple[int, ...] = ()
+    if features.resets and draw(st.integers(0, 3)) == 3:  # one workload in four
+        resets = (draw(st.integers(2, 8)),)
+    return EngineWorkload(config, tuple(requests), vocab, eos, resets)
 
 
 def _extras(
@@ -131,6 +156,22 @@ def _extras(
     return replace(request, priority=priority, stop=tuple(stop), abort=abort)
 
 
+def _between(trace: EngineTrace, previous: Pool, step: EngineStep) -> set[str]:
+    """What happened to the requests running after the previous step, in this one."""
+    seen: set[str] = set()
+    now = step.after_schedule
+    running = [n for n, s in previous.status.items() if s == "RUNNING"]
+    scheduled = {s.name for s in step.scheduled}
+    if running and step.step in trace.workload.resets:
+        seen.add(RESET)
+    if any(now.status.get(n) == "RUNNING" and n not in scheduled for n in running):
+        seen.add(SKIPPED)
+    in_flight = {n for n, _, placeholders in previous.progress if placeholders > 0}
+    if any(now.status.get(n) == "WAITING" for n in in_flight & set(running)):
+        seen.add(IN_FLIGHT_PREEMPTION)
+    return seen
+
+
 def observe(trace: EngineTrace) -> set[str]:
     """Which of the hard parts this run reached (read off the trace)."""
     seen: set[str] = set()
@@ -138,9 +179,13 @@ def observe(trace: EngineTrace) -> set[str]:
     bs = trace.workload.config.block_size
     if any(r.arrival > 1 for r in trace.workload.requests):
         seen.add(MID_RUN)
+    if trace.workload.config.mode:
+        seen.add(mode_label(trace.workload.config.mode))
     started: set[str] = set()
     previous = None
     for step in trace.steps:
+        if previous is not None:
+            seen |= _between(trace, previous, step)
         for seq in step.scheduled:
             output = len(seq.token_ids) - len(prompts[seq.name])
             if step.is_prefill and seq.name not in started and seq.num_cached > 0:

@@ -66,6 +66,9 @@ class Pool(NamedTuple):
     cache_index: tuple[tuple[int, int], ...] = ()
     running: tuple[str, ...] = ()
     waiting: tuple[str, ...] = ()
+    # vLLM's progress of each unfinished request, where steps overlap (async scheduling):
+    # (name, num_computed_tokens, num_output_placeholders: its tokens in flight)
+    progress: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,10 @@ class EngineStep:
     after_schedule: Pool
     after_postprocess: Pool | None  # None when postprocess() raised
 
+
+UNKNOWN = -1
+"""A token the model runner holds no value for: vLLM's placeholder for a token sampled on
+the device and not yet copied back (async scheduling)."""
 
 UNDRIVABLE = "undrivable"  # a stop that is no verdict: the engine is not of the shape its
 # adapter drives
@@ -119,6 +126,7 @@ class EngineTrace:
                     "cache_index": [list(e) for e in p.cache_index],
                     "running": list(p.running),
                     "waiting": list(p.waiting),
+                    "progress": [list(e) for e in p.progress],
                 }
             )
 
@@ -161,6 +169,7 @@ class EngineTrace:
                 tuple((int(h), int(b)) for h, b in p.get("cache_index", ())),
                 tuple(map(str, p.get("running", ()))),
                 tuple(map(str, p.get("waiting", ()))),
+                tuple((str(n), int(c), int(k)) for n, c, k in p.get("progress", ())),
             )
 
         steps = []

@@ -1,4 +1,4 @@
-"""One engine on one workload: run it, check the trace (E1-E10), say what fired in words."""
+"""One engine on one workload: run it, check the trace (E1-E12), say what fired in words."""
 
 from __future__ import annotations
 

@@ -30,6 +30,9 @@ class EngineConfig:
     max_num_seqs: int
     max_num_batched_tokens: int
     policy: str = "fcfs"  # vLLM's scheduling policy: "fcfs" or "priority" (nano-vllm: fcfs)
+    # How the engine runs, in its adapter's words (vLLM: "async-v2", "sync-v1", ...: its
+    # scheduling and the model runner's protocol); "" the mode its run is set up with.
+    mode: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,9 @@ class EngineWorkload:
     requests: tuple[EngineRequest, ...]
     vocab: int = 2
     eos_per_16: int = 2  # how often the model says eos: crc % 16 < eos_per_16
+    # steps at whose start the prefix cache is cleared with the running requests preempted
+    # (vLLM's reset_prefix_cache(reset_running_requests=True)), for an engine that has it
+    resets: tuple[int, ...] = ()
 
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
@@ -136,10 +142,12 @@ class EngineWorkload:
                 int(config["max_num_seqs"]),
                 int(config["max_num_batched_tokens"]),
                 str(config.get("policy", "fcfs")),
+                str(config.get("mode", "")),
             ),
             requests,
             int(data["vocab"]),
             int(data["eos_per_16"]),
+            tuple(map(int, data.get("resets", ()))),
         )
 
     @classmethod

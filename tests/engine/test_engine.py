@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,35 @@ def test_a_trace_and_a_workload_round_trip_as_json(correct: LocalEngine) -> None
     again = EngineTrace.from_dict(json.loads(json.dumps(trace.to_dict())))
     assert again == trace
     assert EngineWorkload.from_json(SHARED.to_json()) == SHARED
+
+
+def test_a_workload_of_a_mode_with_a_reset_round_trips_and_an_old_file_still_reads() -> None:
+    drawn = replace(SHARED, config=replace(SHARED.config, mode="async-v2"), resets=(3,))
+    assert EngineWorkload.from_json(drawn.to_json()) == drawn
+    old = json.loads(SHARED.to_json())
+    del old["resets"], old["config"]["mode"]  # saved before either existed
+    assert EngineWorkload.from_dict(old) == SHARED
+
+
+def test_a_saved_workload_asking_what_the_engine_lacks_is_refused_at_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nano-vllm has no abort, no prefix-cache reset and one mode: a file asking for them is
+    a usage error naming each, never run with them silently left out."""
+    request = replace(SHARED.requests[0], abort=2)
+    asks = replace(
+        SHARED,
+        config=replace(SHARED.config, mode="async-v2"),
+        requests=(request, *SHARED.requests[1:]),
+        resets=(2,),
+    )
+    saved = tmp_path / "asks.json"
+    saved.write_text(asks.to_json())
+    assert main(["engine", str(CORRECT), "--in-process", "--replay", str(saved)]) == faults.USAGE
+    err = capsys.readouterr().err
+    assert "aborts, which this engine's adapter does not drive" in err
+    assert "prefix-cache resets, which this engine's adapter does not drive" in err
+    assert "mode 'async-v2', which this run does not have" in err
 
 
 def test_output_alone_is_the_token_function_unrolled() -> None:

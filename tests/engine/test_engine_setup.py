@@ -264,9 +264,12 @@ def test_engine_usage_errors_are_exit_2_naming_the_problem(
     (exit 2) saying so, before anything of the engine is imported."""
     assert main(["engine", "--engine", "vllm", str(tmp_path)]) == faults.USAGE
     assert "holds no vLLM checkout (no vllm/v1/core/sched/scheduler.py)" in capsys.readouterr().err
-    assert main(["engine", "--engine", "vllm", "--runner", "chunked"]) == faults.USAGE
+    assert main(["engine", "--engine", "vllm", "--prefill", "whole"]) == faults.USAGE
     err = capsys.readouterr().err
-    assert "--runner: not an option of vLLM's adapter (--engine vllm)" in err
+    assert "--prefill: not an option of vLLM's adapter (--engine vllm)" in err
+    assert main(["engine", str(CORRECT), "--async", "on", "--modes", "all"]) == faults.USAGE
+    err = capsys.readouterr().err
+    assert "--async, --modes: not an option of nano-vllm's adapter (--engine nanovllm)" in err
     assert main(["engine", "--engine", "nosuch", str(tmp_path)]) == faults.USAGE
     assert "--engine nosuch: no such engine (the engines: nanovllm, vllm" in capsys.readouterr().err
     assert main(["engine", str(CORRECT), "--runner", "vllm"]) == faults.USAGE

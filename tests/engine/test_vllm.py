@@ -9,6 +9,7 @@ what the driver copies out of vLLM.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import subprocess
@@ -23,6 +24,7 @@ from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import labels
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from tests.engine_subjects.vllm.mutants import MUTANTS, VllmMutant
 
@@ -37,8 +39,6 @@ def vllm() -> Iterator[LocalEngine]:
         if os.environ.get(REQUIRE):
             pytest.fail(f"vLLM is not installed; {REQUIRE} is set, so these tests must run")
         pytest.skip("vLLM is not installed (.ci/run installs it: .ci/vllm-requirements.txt)")
-    from schedcheck.engine.vllm.config import vllm_setup
-
     engine = LocalEngine(VLLM, vllm_setup(None))
     yield engine
     engine.stop()
@@ -52,10 +52,13 @@ def build(engine: LocalEngine) -> Any:
 def test_the_release_passes_a_bounded_search_and_reaches_every_hard_part(
     vllm: LocalEngine,
 ) -> None:
+    """In every mode the release has (--modes all), each drawn in turn."""
     build(vllm).patch = None
-    found = search_engine(vllm, 400, CHECKS, chunked=True, features=VLLM.features)
+    every = vllm_setup(None, argparse.Namespace(async_scheduling=None, runner=None, modes="all"))
+    found = search_engine(vllm, 400, CHECKS, True, VLLM.features, every.modes)
     assert found.failure is None, found.failure[1].report()
-    missed = [label for label in labels(VLLM.features) if not found.reached[label]]
+    reachable = labels(VLLM.features, every.modes, every.reaches)
+    missed = [label for label in reachable if not found.reached[label]]
     assert not missed, f"never reached: {missed}"
 
 
@@ -99,7 +102,7 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
     build(vllm).patch = mutant.patch
     checks = [c for c in CHECKS if c not in mutant.off]
     try:
-        found = search_engine(vllm, 1000, checks, chunked=True, features=VLLM.features)
+        found = search_engine(vllm, 1000, checks, True, VLLM.features, mutant.modes)
     finally:
         build(vllm).patch = None
     assert found.failure is not None, f"{mutant.name} ({mutant.bug}) was not caught"
@@ -117,5 +120,5 @@ def test_schedcheck_engine_vllm_runs_it_in_its_box(vllm: LocalEngine) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS vLLM at" in done.stdout
-    assert "checks: E1 E2 E3 E4 E5 E6 E7 E8 E9 E10" in done.stdout
+    assert "checks: E1 E2 E3 E4 E5 E6 E7 E8 E9 E10 E11 E12" in done.stdout
     assert "isolation: " in done.stdout

@@ -159,6 +159,10 @@ class NanoDriver:
     def abort(self, request: EngineRequest) -> None:
         """nano-vllm has no abort (its adapter declares none: no workload of its has one)."""
 
+    def reset(self) -> None:
+        """nano-vllm has no prefix-cache reset (its adapter declares none: no workload of its
+        has one)."""
+
     def add(self, request: EngineRequest) -> None:
         call = self.run.call
         if self.named_sequences:

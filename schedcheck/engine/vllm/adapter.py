@@ -22,6 +22,7 @@ from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.vllm.drive import RUNNER, TRAITS, run_vllm, warm
+from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.worker import LoadError
 from schedcheck.engine.workload import EngineWorkload
 
@@ -39,7 +40,8 @@ class _Built:
     def run(
         self, workload: EngineWorkload, setup: EngineSetup, beat: Callable[[int, str], None] | None
     ) -> EngineTrace:
-        return run_vllm(self.build, workload, beat)
+        """In the workload's mode, or where it names none the first of the setup's."""
+        return run_vllm(self.build, workload, Mode.parse(setup.modes[0]), beat)
 
 
 def cache_root() -> Path:
@@ -48,17 +50,17 @@ def cache_root() -> Path:
     return Path(tempfile.gettempdir()) / f"schedcheck-vllm-{os.getuid()}"
 
 
-def built(root: str) -> Build:
-    """vLLM from `root` imported, configured for a model of no weights and warmed up: its
-    lazy imports happen now, and a release this driver cannot drive is told now
-    (RuntimeError). The model's folder is read by then and removed."""
+def built(root: str, modes: list[Mode]) -> Build:
+    """vLLM from `root` imported, configured for a model of no weights and warmed up in each
+    of `modes`: its lazy imports happen now, and a release this driver cannot drive is told
+    now (RuntimeError). The model's folder is read by then and removed."""
     if root not in sys.path:
         sys.path.insert(0, root)
     folder = Path(tempfile.mkdtemp(prefix="schedcheck-vllm-"))
     os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
     try:
         build = Build(folder)
-        warm(build)
+        warm(build, modes)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return build
@@ -70,17 +72,24 @@ class Vllm:
     # its priority policy, stop tokens and aborts; decodes long enough to preempt, pools
     # tighter (its requests run together from the first step), and its null block
     features = Features(
-        priorities=True, stops=True, aborts=True, max_tokens=8, pool_slack=3, reserved=1
+        priorities=True,
+        stops=True,
+        aborts=True,
+        max_tokens=8,
+        pool_slack=3,
+        reserved=1,
+        resets=True,
     )
     policies_on = frozenset({"E9", "E10"})  # its running cap and its preemption rules
-    options: frozenset[str] = frozenset()  # its config is built from each workload
+    # its config is built from each workload; its modes from the release's and these
+    options = frozenset({"runner", "async_scheduling", "modes"})
     memory_mb = 8192  # torch and vLLM map gigabytes of address space before a step is run
     start_timeout = 300.0  # to import vLLM and configure it (the first time, a model inspection)
     worker = "schedcheck.engine.vllm.worker"
     preload: tuple[str, ...] = ()
 
     def setup(self, path: str | None, args: argparse.Namespace) -> EngineSetup:
-        return vllm_setup(path)
+        return vllm_setup(path, args)
 
     def traits(self, setup: EngineSetup) -> Traits:
         return TRAITS
@@ -89,24 +98,46 @@ class Vllm:
         return f"vLLM at {setup.root}"
 
     def header(self, setup: EngineSetup) -> list[str]:
-        return [f"config: {setup.config_from}", f"runner: {RUNNER.source}: {RUNNER.describe()}"]
+        """Which modes this run checks, and whether each is the release's default."""
+        modes = [Mode.parse(m) for m in setup.modes]
+        overlap = setup.config["async_default"]
+        protocol = setup.config["protocol_default"]
+
+        def said(value: str, default: bool) -> str:
+            return f"{value} ({'release default' if default else 'chosen'})"
+
+        schedulings = dict.fromkeys("on" if m.overlapped else "off" for m in modes)
+        protocols = dict.fromkeys(m.protocol for m in modes)
+        lines = [
+            "async: " + ", ".join(said(a, (a == "on") == overlap) for a in schedulings),
+            "runner: " + ", ".join(said(p, p == protocol) for p in protocols),
+        ]
+        if len(modes) > 1:
+            lines.append(f"modes: {', '.join(setup.modes)} (drawn per workload)")
+        return [
+            *lines,
+            f"config: {setup.config_from}",
+            f"positions: {RUNNER.source}: {RUNNER.describe()}",
+        ]
 
     def box(self, setup: EngineSetup, scratch: Path) -> Path:
         path = scratch / SETUP_FILE
-        path.write_text(json.dumps({"root": setup.root}))
+        path.write_text(json.dumps({"root": setup.root, "modes": list(setup.modes)}))
         return path
 
     def calls(self, workload: EngineWorkload) -> int:
-        """Scheduler(); Request(), add_request() and an abort per request; a count,
-        schedule() and update_from_output() per step, up to the bound."""
-        return 1 + 3 * len(workload.requests) + (bound(workload) + 2) * 3
+        """Scheduler(); Request(), add_request() and an abort per request; a reset where the
+        workload has one; per step a count, has_requests() twice, schedule() and
+        update_from_output(), up to the bound."""
+        return 1 + 3 * len(workload.requests) + len(workload.resets) + (bound(workload) + 2) * 5
 
     def before_box(self, path: str) -> Build | LoadError:
         """Everything vLLM reads from disk (its modules, the model's config.json, its lazy
         imports) is read now: after the box, its own /tmp hides the machine's files and its
         uid may read nothing new."""
         try:
-            return built(json.loads(Path(path).read_text())["root"])
+            read = json.loads(Path(path).read_text())
+            return built(read["root"], [Mode.parse(m) for m in read["modes"]])
         except (Exception, SystemExit) as e:  # vLLM's import or our warm-up on it: not ours
             return LoadError(f"{type(e).__name__}: {e}")
 
@@ -114,7 +145,7 @@ class Vllm:
         return _Built(read)
 
     def load(self, setup: EngineSetup) -> _Built:
-        return _Built(built(setup.root))
+        return _Built(built(setup.root, [Mode.parse(m) for m in setup.modes]))
 
     def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
         return True, None  # chunked prefill is on in every config it is built with

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
 # A model vLLM can read a config of without weights: one tiny llama layer. Only the KV
@@ -44,10 +45,9 @@ MODEL = {
 }
 LONGEST = 1 << 15  # the ModelConfig's own max_model_len; each run sets the workload's
 
-# Read by vLLM when it is imported or configured: the v1 model runner's protocol (the v2
-# runner's differs in how a resumed request is sent), quiet logs, no usage reports.
+# Read by vLLM when it is imported or configured: quiet logs, no usage reports. (Which model
+# runner's protocol the scheduler speaks is set for each Scheduler: its mode.)
 ENVIRONMENT = {
-    "VLLM_USE_V2_MODEL_RUNNER": "0",
     "VLLM_LOGGING_LEVEL": "ERROR",
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
@@ -107,6 +107,11 @@ class Build:
         from vllm.sampling_params import SamplingParams
         from vllm.v1.core import kv_cache_utils
         from vllm.v1.core.sched.scheduler import Scheduler
+
+        try:  # where the release has async scheduling (modes.py read that it has)
+            from vllm.v1.core.sched.async_scheduler import AsyncScheduler
+        except ImportError:
+            AsyncScheduler = None
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
         from vllm.v1.outputs import ModelRunnerOutput
         from vllm.v1.request import Request, RequestStatus
@@ -128,6 +133,7 @@ class Build:
             RequestStatus,
             StructuredOutputManager,
             ModelRunnerOutput,
+            AsyncScheduler,
         )
         # Reads config.json and inspects the model class (a subprocess, cached under
         # VLLM_CACHE_ROOT): the costly part, done once.
@@ -140,9 +146,15 @@ class Build:
         )
         self.device_config = DeviceConfig(device="cpu")
 
-    def scheduler(self, workload: EngineWorkload) -> tuple[Any, Hashes]:
-        """A fresh vLLM Scheduler for `workload`, and the hash function its requests use."""
+    def scheduler(self, workload: EngineWorkload, mode: Mode) -> tuple[Any, Hashes]:
+        """A fresh vLLM Scheduler for `workload` in `mode`, and the hash function its
+        requests use. In async mode an AsyncScheduler, its config's async_scheduling set
+        after the config is built (as vLLM's own CPU tests do: a CPU platform's config hook
+        may turn it off); the model runner's protocol through vLLM's own switch."""
         v, c = self.v, workload.config
+        if mode.overlapped and v.AsyncScheduler is None:
+            raise RuntimeError(f"vLLM {self.version} has no AsyncScheduler (mode {mode.name})")
+        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if mode.protocol == "v2" else "0"
         model_config = copy.copy(self.model_config)
         object.__setattr__(model_config, "max_model_len", workload.max_model_len())
         scheduler_config = v.SchedulerConfig(
@@ -162,6 +174,8 @@ class Build:
             device_config=self.device_config,
         )
         vllm_config.cache_config.num_gpu_blocks = c.num_blocks
+        if mode.overlapped:
+            vllm_config.scheduler_config.async_scheduling = True
         spec = v.FullAttentionSpec(
             block_size=c.block_size, num_kv_heads=1, head_size=1, dtype=_float32()
         )
@@ -172,13 +186,19 @@ class Build:
         )
         hashes = Hashes()
         v.kv_cache_utils.init_none_hash(hashes)
-        scheduler = v.Scheduler(
+        scheduler = (v.AsyncScheduler if mode.overlapped else v.Scheduler)(
             vllm_config,
             kv_cache_config,
             v.StructuredOutputManager(vllm_config),
             block_size=c.block_size,
             log_stats=False,
         )
+        speaks = getattr(scheduler, "use_v2_model_runner", False)
+        if bool(speaks) != (mode.protocol == "v2"):
+            raise RuntimeError(
+                f"vLLM {self.version}'s Scheduler speaks the "
+                f"{'v2' if speaks else 'v1'} runner protocol, not {mode.protocol}"
+            )
         scheduler.schedcheck_hasher = v.kv_cache_utils.get_request_block_hasher(
             c.block_size, hashes
         )
@@ -250,6 +270,7 @@ class _Vllm:
             self.RequestStatus,
             self.StructuredOutputManager,
             self.ModelRunnerOutput,
+            self.AsyncScheduler,
         ) = names
         # What differs between releases, found by looking, not by version number:
         # - 0.11's Request takes the model's eos as eos_token_id;

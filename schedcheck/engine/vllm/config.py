@@ -4,19 +4,23 @@ importing it, as plain data for its worker."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import importlib.util
 from pathlib import Path
 
 from schedcheck.engine.adapter import EngineSetup, SetupError
+from schedcheck.engine.strategies import IN_FLIGHT_PREEMPTION, SKIPPED
 from schedcheck.engine.vllm.drive import RUNNER
+from schedcheck.engine.vllm.modes import Mode, Release, release
 
 EXTRA = "python -m pip install 'schedcheck[vllm]' (docs/engines.md, \"vLLM\")"
 
 
-def vllm_setup(path: str | None) -> EngineSetup:
-    """The setup for `schedcheck engine --engine vllm [PATH]`; SetupError (exit 2) when there is no
-    vLLM there."""
+def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> EngineSetup:
+    """The setup for `schedcheck engine --engine vllm [PATH]`: where vLLM is, and the modes
+    its runs draw from (--async, --runner, --modes over the release's defaults).
+    SetupError (exit 2) when there is no vLLM there, or no such mode in it."""
     if path is None:
         spec = importlib.util.find_spec("vllm")
         if spec is None or not spec.submodule_search_locations:
@@ -35,11 +39,53 @@ def vllm_setup(path: str | None) -> EngineSetup:
                 "the folder holding vllm/, or no PATH for the installed vLLM"
             )
         where = f"the vLLM checkout at {root}"
+    has = release(root)
+    modes, options = chosen(has, args)
     return EngineSetup(
         root=str(root),
         package="vllm",
         runner=RUNNER.name,
         runner_from="vLLM's own",
         config_from=f"{where}; SchedulerConfig and CacheConfig from each workload (chunked "
-        "prefill and prefix caching on, async scheduling off, the v1 model runner)",
+        "prefill and prefix caching on)",
+        options=tuple(options),
+        modes=tuple(m.name for m in modes),
+        reaches=(SKIPPED, *([IN_FLIGHT_PREEMPTION] if any(m.overlapped for m in modes) else [])),
+        config={
+            "async_default": has.overlaps_by_default,
+            "protocol_default": has.protocol_by_default,
+        },
     )
+
+
+def chosen(has: Release, args: argparse.Namespace | None) -> tuple[list[Mode], list[str]]:
+    """The modes the options select, the first the one a workload of no mode runs in, and
+    the options that select them again."""
+    scheduling = getattr(args, "async_scheduling", None)
+    protocol = getattr(args, "runner", None)
+    every = getattr(args, "modes", None) == "all"
+    if scheduling == "on" and not has.overlaps:
+        raise SetupError("--async on: this vLLM release has no async scheduling")
+    if protocol is not None and protocol not in has.protocols:
+        raise SetupError(
+            f"--runner {protocol}: this vLLM release's scheduler speaks the model runner "
+            f"protocol {' and '.join(has.protocols)} only"
+        )
+    wanted = Mode(
+        has.overlaps_by_default if scheduling is None else scheduling == "on",
+        protocol or has.protocol_by_default,
+    )
+    modes = [
+        m
+        for m in has.modes()
+        if (every or m == wanted)
+        and (scheduling is None or m.overlapped == (scheduling == "on"))
+        and (protocol is None or m.protocol == protocol)
+    ]
+    modes.sort(key=lambda m: m != wanted)  # the one the options name first
+    options = [
+        *(["--async", scheduling] if scheduling else []),
+        *(["--runner", protocol] if protocol else []),
+        *(["--modes", "all"] if every else []),
+    ]
+    return modes, options

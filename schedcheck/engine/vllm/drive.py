@@ -1,30 +1,36 @@
-"""Drive vLLM's v1 Scheduler through an engine workload; copy plain values out.
+"""Drive vLLM's scheduler through an engine workload, as its engine core does; copy plain
+values out.
 
-Each step, as vLLM's engine core and its v1 GPU model runner do it: add the requests
+Each step, as vLLM's engine core takes it in the run's mode (modes.py): add the requests
 arriving now, abort those whose time has come (`finish_requests` with FINISHED_ABORTED, one
-id per call), `schedule()`; then play the model runner from the SchedulerOutput alone
-(its own copy of each request's tokens and block table, built from the new and cached
-request data, which is all a runner on another process receives), compute positions
-`num_computed_tokens .. + num_scheduled_tokens - 1` of each scheduled request, sample one
-token for each request whose last position was computed (a chunk short of the end is
-discarded, as the runner does), and `update_from_output()` with that ModelRunnerOutput.
+id per call), clear the prefix cache where the workload says (`reset_prefix_cache` with the
+running requests preempted); then `EngineCore.step`: `schedule()`, the simulated model
+runner computes it (runners.py: its own copy of each request, built from the
+SchedulerOutputs alone, as a runner on another process has it), `update_from_output()`
+with the tokens it sampled. In async mode `EngineCore.step_with_batch_queue` with a queue
+of depth two: step N+1 is scheduled and computed before step N's update, whose tokens the
+scheduler holds as placeholders until then (`num_output_placeholders`).
 
 The trace holds, per step, the scheduler's own view of each scheduled request (its tokens,
-where its computation starts, its block ids in the KV cache manager) as `scheduled`, and
-the runner's copy built from the SchedulerOutput as `copies` (E8 compares the two), and
-the block pool after both calls. The checks run on the trace elsewhere.
+those in flight included; where its computation starts; its block ids in the KV cache
+manager) as `scheduled`, what the runner computed on as `copies` (E8 and E12 compare the
+two), the tokens sampled, and the block pool after the schedule and after the update that
+follows it. The checks run on the trace elsewhere.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple, TypeVar
 
-from schedcheck.engine.run import Run
+from schedcheck.engine.run import Run, Stop
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
     Block,
     Copy,
+    EngineFailure,
     EngineStep,
     EngineTrace,
     Pool,
@@ -32,7 +38,11 @@ from schedcheck.engine.trace import (
 )
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build, Hashes
+from schedcheck.engine.vllm.modes import Mode
+from schedcheck.engine.vllm.runners import PROTOCOLS, ShortOutput
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+
+_T = TypeVar("_T")
 
 RUNNER = Runner(
     "vllm",
@@ -41,7 +51,7 @@ RUNNER = Runner(
     "num_scheduled_tokens",
     False,
     "mixed",
-    "vLLM v1's GPUModelRunner (_prepare_inputs: positions num_computed_tokens + "
+    "vLLM's GPU model runner, v1 and v2 alike (positions num_computed_tokens + "
     "arange(num_scheduled_tokens), slots through the block table)",
 )
 TRAITS = Traits(RUNNER, hashes_name_prefixes=True, update_call="update_from_output()")
@@ -50,17 +60,23 @@ cache's index must agree with the blocks (E2, E3)."""
 
 
 def run_vllm(
-    build: Build, workload: EngineWorkload, beat: Callable[[int, str], None] | None = None
+    build: Build,
+    workload: EngineWorkload,
+    mode: Mode,
+    beat: Callable[[int, str], None] | None = None,
 ) -> EngineTrace:
-    """Drive `workload` through a fresh vLLM Scheduler; `beat(step, call)` before each call."""
+    """Drive `workload` through a fresh vLLM Scheduler in `mode` (the workload's own where
+    it names one); `beat(step, call)` before each call."""
+    if workload.config.mode:
+        mode = Mode.parse(workload.config.mode)
     run = Run(workload, TRAITS, beat)
-    return run.play(VllmDriver(build, run))
+    return run.play(VllmDriver(build, run, mode))
 
 
 # Runs through the scheduler's paths before the box, since vLLM imports some modules only
 # when a path is first taken: under fcfs, a prefix hit, a whole-prompt hit, chunked
 # prefill, a preemption, an abort and a stop token (read off observe(), checked once by
-# hand); under priority, its waiting queue and the same requests.
+# hand); under priority, its waiting queue and the same requests, and a prefix-cache reset.
 WARM = tuple(
     EngineWorkload(
         EngineConfig(5, 2, 2, 3, policy),
@@ -70,26 +86,40 @@ WARM = tuple(
             EngineRequest("w3", (1, 2), 3, False, 2, 0, (), 3),
         ),
         2,
+        resets=(3,) if policy == "priority" else (),
     )
     for policy in ("fcfs", "priority")
 )
 
 
-def warm(build: Build) -> None:
-    """Run WARM through `build`: vLLM's lazy imports happen now (before a box is entered),
-    and a release whose API this driver does not fit is told now, as a usage error, not
-    as a verdict on the first workload (RuntimeError naming what failed)."""
-    for workload in WARM:
-        failure = run_vllm(build, workload).failure
-        if failure is not None:
-            raise RuntimeError(
-                f"vLLM {build.version} cannot be driven by schedcheck: a warm-up run failed "
-                f"at step {failure.step}, {failure.call}: {failure.message}"
-            )
+def warm(build: Build, modes: list[Mode]) -> None:
+    """Run WARM through `build` in each of `modes`: vLLM's lazy imports happen now (before a
+    box is entered), and a release whose API this driver does not fit is told now, as a
+    usage error, not as a verdict on the first workload (RuntimeError naming what failed)."""
+    for mode in modes:
+        for workload in WARM:
+            failure = run_vllm(build, workload, mode).failure
+            if failure is not None:
+                raise RuntimeError(
+                    f"vLLM {build.version} cannot be driven by schedcheck in mode {mode.name}: "
+                    f"a warm-up run failed at step {failure.step}, {failure.call}: "
+                    f"{failure.message}"
+                )
+
+
+class Batch(NamedTuple):
+    """A step scheduled and computed, its update still to come (async mode: in flight)."""
+
+    out: Any  # the SchedulerOutput
+    order: list[str]
+    sampled: dict[str, int]  # the tokens the runner kept, by request
+    dropped: set[str]  # requests whose output vLLM drops (preempted by a prefix-cache reset)
 
 
 class VllmDriver:
-    """One run of vLLM's scheduler, its steps as its engine core takes them."""
+    """One run of vLLM's scheduler, its steps as its engine core takes them in the run's
+    mode: one step at a time (sync: `EngineCore.step`), or with a batch queue of depth two
+    (async: `EngineCore.step_with_batch_queue`)."""
 
     undrivable: tuple[type[BaseException], ...] = ()
     source = ""
@@ -97,12 +127,12 @@ class VllmDriver:
     # an empty step that changed nothing, with nothing left to arrive, is stuck for good
     stuck_is_e5 = True
 
-    def __init__(self, build: Build, run: Run) -> None:
-        self.build, self.run, self.workload = build, run, run.workload
+    def __init__(self, build: Build, run: Run, mode: Mode) -> None:
+        self.build, self.run, self.workload, self.mode = build, run, run.workload, mode
         self.requests: dict[str, Any] = {}  # name -> vLLM's Request, finished ones kept
-        self.tables: dict[str, list[int]] = {}  # the runner's block table per request
-        self.tokens: dict[str, list[int]] = {}  # the runner's tokens per request
-        self.starts: dict[str, int] = {}  # where the runner was told this step starts
+        self.runner = PROTOCOLS[mode.protocol](mode.overlapped)
+        self.depth = 2 if mode.overlapped else 1  # the engine core's batch queue
+        self.queue: deque[Batch] = deque()  # oldest on the right, as vLLM's
         self.hashes: Hashes  # the hash function of the Scheduler built for this run
 
     def unreadable(self, error: Exception) -> str:
@@ -113,12 +143,12 @@ class VllmDriver:
         )
 
     def start(self) -> None:
-        made = self.run.call("Scheduler()", lambda: self.build.scheduler(self.workload))
+        made = self.run.call("Scheduler()", lambda: self.build.scheduler(self.workload, self.mode))
         self.scheduler, self.hashes = made
 
     def idle(self) -> bool:
         count = self.scheduler.get_num_unfinished_requests
-        return not self.run.call("get_num_unfinished_requests()", count)
+        return not self.run.call("get_num_unfinished_requests()", count) and not self.queue
 
     def lost(self) -> list[str]:
         return self.unfinished()
@@ -138,90 +168,100 @@ class VllmDriver:
         status, name = self.build.aborted(), request.name
         self.run.call("finish_requests()", lambda: self.scheduler.finish_requests(name, status))
 
-    def step(self) -> None:
-        run, read = self.run, self.run.read
-        out = run.call("schedule()", self.scheduler.schedule)
-        order = read("schedule()", lambda: self.runner_update(out))
-        views = read("schedule()", lambda: tuple(self.view(n, out) for n in order))
-        copies = tuple(self.copy(name, out) for name in order)
-        before = read("schedule()", self.pool)
-        # one per scheduled request, from the runner's copy (a copy short of tokens or a
-        # start is E8's to report; the sample stays aligned with the requests)
-        sampled = tuple(
-            self.workload.next_token(
-                (c.token_ids or ())[: (c.num_cached or 0) + (c.num_scheduled or 0)]
-            )
-            for c in copies
+    def reset(self) -> None:
+        """reset_prefix_cache(reset_running_requests=True), as the engine core calls it
+        between steps (pause_generation, the clear-cache endpoint): the running requests
+        are preempted, and vLLM drops what they have in flight (`drop_stale_output`)."""
+        running = self.run.read(
+            "reset_prefix_cache()", lambda: {str(r.request_id) for r in self.scheduler.running}
         )
-        is_prefill = any(v.num_cached + v.num_scheduled < len(v.token_ids) for v in views)
-        run.steps.append(EngineStep(run.step, is_prefill, views, copies, sampled, before, None))
-        # the runner keeps the token of each request whose every token is now computed
-        done = [
-            i
-            for i, c in enumerate(copies)
-            if (c.num_cached or 0) + (c.num_scheduled or 0) >= len(c.token_ids or ())
-        ]
-        for i in done:
-            self.tokens[order[i]].append(sampled[i])
-        output = read(
-            "update_from_output()",
-            lambda: self.build.runner_output(order, {order[i]: sampled[i] for i in done}),
-        )
-        run.call("update_from_output()", lambda: self.scheduler.update_from_output(out, output))
-        after = read("update_from_output()", self.pool)
-        run.steps[-1] = EngineStep(run.step, is_prefill, views, copies, sampled, before, after)
+        reset = self.scheduler.reset_prefix_cache
+        self.run.call("reset_prefix_cache()", lambda: reset(reset_running_requests=True))
+        for batch in self.queue:
+            batch.dropped.update(running)
 
-    def runner_update(self, out: Any) -> list[str]:
-        """What the v1 model runner does with a SchedulerOutput before it computes: forget
-        finished requests, take new ones (prompt, block ids), and for cached ones append
-        the new block ids (replace them for a resumed request; take all_token_ids where
-        sent). The scheduled requests' names, in the order of num_scheduled_tokens."""
-        for name in out.finished_req_ids:
-            self.tables.pop(name, None)
-            self.tokens.pop(name, None)
-        for new in out.scheduled_new_reqs:
-            self.tables[new.req_id] = list(new.block_ids[0])
-            # prefill_token_ids (not in 0.11): the prompt and the outputs of a resumed request
-            prompt = getattr(new, "prefill_token_ids", None) or new.prompt_token_ids
-            self.tokens[new.req_id] = list(prompt)
-            self.starts[new.req_id] = new.num_computed_tokens
-        cached = out.scheduled_cached_reqs
-        for i, name in enumerate(cached.req_ids):
-            blocks = cached.new_block_ids[i]
-            if name in cached.resumed_req_ids:
-                self.tables[name] = list(blocks[0]) if blocks is not None else []
-            elif blocks is not None:
-                self.tables.setdefault(name, []).extend(blocks[0])
-            if name in cached.all_token_ids:
-                self.tokens[name] = list(cached.all_token_ids[name])
-            self.starts[name] = cached.num_computed_tokens[i]
-        return [str(name) for name in out.num_scheduled_tokens]
+    def step(self) -> None:
+        """One call of the engine core's step: schedule (where it has requests) and compute;
+        then update from the oldest batch, unless the queue has room for another and there
+        is more to schedule (vLLM 0.33, `step_with_batch_queue`; depth one: `step`)."""
+        run = self.run
+        scheduled = False
+        if self.depth == 1 or run.call("has_requests()", self.scheduler.has_requests):
+            out = run.call("schedule()", self.scheduler.schedule)
+            self.queue.appendleft(self.compute(out))
+            scheduled = True
+            total = run.read("schedule()", lambda: int(out.total_num_scheduled_tokens))
+            if len(self.queue) < self.depth and (
+                total > 0 or run.call("has_requests()", self.scheduler.has_requests)
+            ):
+                done = run.steps[-1]
+                run.steps[-1] = replace(done, after_postprocess=done.after_schedule)
+                return
+        if not scheduled:  # the queue drains: a step that only updates
+            before = run.read("update_from_output()", self.pool)
+            run.steps.append(EngineStep(run.step, False, (), (), (), before, None))
+        self.update(self.queue.pop())
+
+    def compute(self, out: Any) -> Batch:
+        """The runner takes the SchedulerOutput and computes the step; the step as seen goes
+        into the trace."""
+        run, read = self.run, self.run.read
+        order = self.model_runner(lambda: self.runner.receive(out))
+        views = read("schedule()", lambda: tuple(self.view(n, out) for n in order))
+        before = read("schedule()", self.pool)
+        seen = {v.name: v.token_ids for v in views}
+
+        def sample(name: str, copy: Copy) -> int:
+            """The model attends to the KV cache for the positions before the step (the
+            request's own tokens, where E2 holds) and computes on the runner's inputs."""
+            start, end = copy.num_cached or 0, (copy.num_cached or 0) + (copy.num_scheduled or 0)
+            inputs = (copy.token_ids or ())[start:end]
+            return self.workload.next_token((*seen[name][:start], *inputs))
+
+        done = self.model_runner(lambda: self.runner.execute(order, out, sample))
+        is_prefill = any(v.num_cached + v.num_scheduled < len(v.token_ids) for v in views)
+        run.steps.append(
+            EngineStep(run.step, is_prefill, views, done.copies, done.sampled, before, None)
+        )
+        kept = {n: t for n, t, k in zip(order, done.sampled, done.kept, strict=True) if k}
+        return Batch(out, order, kept, set())
+
+    def update(self, batch: Batch) -> None:
+        run = self.run
+        output = run.read(
+            "update_from_output()", lambda: self.build.runner_output(batch.order, batch.sampled)
+        )
+        update = self.scheduler.update_from_output
+        run.call("update_from_output()", lambda: update(batch.out, output))
+        after = run.read("update_from_output()", self.pool)
+        run.steps[-1] = replace(run.steps[-1], after_postprocess=after)
+
+    def model_runner(self, work: Callable[[], _T]) -> _T:
+        """The simulated runner's work: where the SchedulerOutput lacks what vLLM's runner
+        reads, vLLM's runner raises, and the engine crashes (E6)."""
+        try:
+            return work()
+        except ShortOutput as e:
+            raise Stop(EngineFailure("E6", self.run.step, "model runner", str(e))) from None
 
     def view(self, name: str, out: Any) -> Scheduled:
-        """The scheduler's own view: the request's tokens, the position its computation
-        starts at (num_computed_tokens, which schedule() has advanced by the step's count),
-        its block ids in the KV cache manager."""
+        """The scheduler's own view: the request's tokens, those it knows and those in
+        flight (sampled in a step not yet updated, async mode), the position its
+        computation starts at (num_computed_tokens, which schedule() has advanced by the
+        step's count, less that count), its block ids in the KV cache manager."""
         request, n = self.requests[name], int(out.num_scheduled_tokens[name])
         table = self.scheduler.kv_cache_manager.get_block_ids(name)[0]
+        flight = [
+            b.sampled[name]
+            for b in reversed(self.queue)
+            if name in b.sampled and name not in b.dropped
+        ]
         return Scheduled(
             name,
             int(request.num_computed_tokens) - n,
             n,
-            tuple(request.all_token_ids),
+            (*(int(t) for t in request.all_token_ids), *flight),
             tuple(int(b) for b in table),
-        )
-
-    def copy(self, name: str, out: Any) -> Copy:
-        """The runner's copy, built from the SchedulerOutputs it was sent."""
-        tokens = self.tokens.get(name)
-        start = self.starts.get(name)
-        return Copy(
-            None if tokens is None else tuple(tokens),
-            None if not tokens else tokens[-1],
-            start,
-            int(out.num_scheduled_tokens[name]),
-            tuple(self.tables.get(name, ())),
-            None if tokens is None else len(tokens),
         )
 
     def pool(self) -> Pool:
@@ -256,6 +296,11 @@ class VllmDriver:
             tuple(sorted(index)),
             tuple(str(r.request_id) for r in self.scheduler.running),
             tuple(str(r.request_id) for r in self._waiting()),
+            tuple(
+                (n, int(r.num_computed_tokens), int(getattr(r, "num_output_placeholders", 0)))
+                for n, r in self.requests.items()
+                if not r.is_finished()
+            ),
         )
 
     def _waiting(self) -> list[Any]:

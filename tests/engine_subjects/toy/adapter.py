@@ -73,6 +73,10 @@ class ToyDriver:
     def abort(self, request: EngineRequest) -> None:
         """The toy has no abort; its features say so, and no workload of its has one."""
 
+    def reset(self) -> None:
+        """The toy has no prefix-cache reset; its features say so, and no workload of its
+        has one."""
+
     def idle(self) -> bool:
         return not self.run.call("busy()", lambda: bool(self.engine.busy()))
 

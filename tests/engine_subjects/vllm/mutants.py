@@ -15,6 +15,8 @@ class VllmMutant(NamedTuple):
     patch: Callable[[Any], None]
     # checks switched off to see this one fire (one that fires first on the same bug)
     off: frozenset[str] = frozenset()
+    # the modes searched (modes.py's names): the mode the mutant was written against
+    modes: tuple[str, ...] = ("sync-v1",)
 
 
 def double_free(scheduler: Any) -> None:
@@ -83,6 +85,66 @@ def loses_preempted(scheduler: Any) -> None:
     scheduler._preempt_request = lose
 
 
+# Of the async path (issue 35): an AsyncScheduler's accounting of tokens in flight, and what
+# its SchedulerOutput sends each runner protocol.
+
+
+def placeholders_kept(scheduler: Any) -> None:
+    """A preempted request keeps its num_output_placeholders (not zeroed in
+    _preempt_request): counted in flight while it waits, scheduled past its tokens after."""
+    preempt = scheduler._preempt_request
+
+    def keep(request: Any, *args: Any, **kwargs: Any) -> None:
+        flight = request.num_output_placeholders
+        preempt(request, *args, **kwargs)
+        request.num_output_placeholders = flight
+
+    scheduler._preempt_request = keep
+
+
+def placeholder_unresolved(scheduler: Any) -> None:
+    """A token that lands does not resolve its placeholder (_update_request_with_output)."""
+    update = scheduler._update_request_with_output
+
+    def keep(request: Any, *args: Any, **kwargs: Any) -> Any:
+        flight = request.num_output_placeholders
+        result = update(request, *args, **kwargs)
+        request.num_output_placeholders = flight
+        return result
+
+    scheduler._update_request_with_output = keep
+
+
+def resumed_truncated(scheduler: Any) -> None:
+    """v2 protocol: a resumed request is sent as new without its last token
+    (`prefill_token_ids` one short)."""
+    schedule = scheduler.schedule
+
+    def cut(*args: Any, **kwargs: Any) -> Any:
+        out = schedule(*args, **kwargs)
+        for new in out.scheduled_new_reqs:
+            tokens = new.prefill_token_ids
+            if tokens is not None and len(tokens) > len(new.prompt_token_ids):
+                new.prefill_token_ids = list(tokens)[:-1]
+        return out
+
+    scheduler.schedule = cut
+
+
+def readded_short(scheduler: Any) -> None:
+    """v1 protocol: a request coming back into the runner's batch (skipped for a step, or
+    resumed) is sent all_token_ids without its last token."""
+    make = scheduler._make_cached_request_data
+
+    def short(*args: Any, **kwargs: Any) -> Any:
+        data = make(*args, **kwargs)
+        for name, tokens in data.all_token_ids.items():
+            data.all_token_ids[name] = list(tokens)[:-1]
+        return data
+
+    scheduler._make_cached_request_data = short
+
+
 MUTANTS = (
     VllmMutant("double_free", "E3", "a block freed twice", double_free),
     VllmMutant("hit_stays_free", "E3", "a cache hit on a freed block left free", hit_stays_free),
@@ -91,9 +153,38 @@ MUTANTS = (
     ),
     VllmMutant("chunk_over_budget", "E4", "a chunk over the token budget", chunk_over_budget),
     VllmMutant("keeps_computed", "E2", "preemption keeps num_computed_tokens", keeps_computed),
-    VllmMutant("evict_keeps_hash", "E2", "eviction keeps the stale hash", evict_keeps_hash),
+    # E3 sees the stale hash on the block handed out; E2 the KV read through it, later
+    VllmMutant("evict_keeps_hash", "E3", "eviction keeps the stale hash", evict_keeps_hash),
     # E10 sees it first (the victim is not at the front of the waiting queue: it is gone)
     VllmMutant(
         "loses_preempted", "E5", "a preempted request lost", loses_preempted, frozenset({"E10"})
+    ),
+    VllmMutant(
+        "placeholders_kept",
+        "E11",
+        "preemption keeps the placeholders",
+        placeholders_kept,
+        modes=("async-v2",),
+    ),
+    VllmMutant(
+        "placeholder_unresolved",
+        "E11",
+        "a landed token leaves its placeholder",
+        placeholder_unresolved,
+        modes=("async-v2",),
+    ),
+    VllmMutant(
+        "resumed_truncated",
+        "E8",
+        "a resumed request sent one token short (v2)",
+        resumed_truncated,
+        modes=("async-v2", "sync-v2"),
+    ),
+    VllmMutant(
+        "readded_short",
+        "E8",
+        "a request back in the batch sent all_token_ids one short (v1)",
+        readded_short,
+        modes=("async-v1",),
     ),
 )

@@ -1,0 +1,93 @@
+"""The modes a vLLM release runs its scheduler in, read off its source without importing it
+(docs/engines.md, "vLLM's modes"): how it schedules (async: its engine core overlaps two
+steps, AsyncScheduler; sync: one step at a time, Scheduler) and which model runner's
+protocol its SchedulerOutput speaks (v1: a resumed request is sent among the cached ones,
+with all_token_ids where the runner dropped it; v2: as a new request with its whole token
+list). Each fact is read where the release states it, not from its version number:
+
+- async scheduling exists where `vllm/v1/core/sched/async_scheduler.py` does, and is the
+  default where `SchedulerConfig.async_scheduling` defaults to None (0.14 on: VllmConfig
+  resolves None to on for a generation model on a GPU; before, it defaulted to False);
+- the v2 protocol exists where the Scheduler reads `use_v2_model_runner`, and is the
+  default for a dense model where `VllmConfig.use_v2_model_runner` turns it on unless a
+  feature is unsupported (`_get_v2_model_runner_unsupported_features`; earlier releases
+  named the architectures it ran, or had no v2 runner).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Mode", "Release", "release"]
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way to run the scheduler: its scheduling and its runner's protocol."""
+
+    overlapped: bool  # async scheduling: the engine core schedules step N+1 before N's update
+    protocol: str  # "v1" or "v2"
+
+    @property
+    def name(self) -> str:
+        return f"{'async' if self.overlapped else 'sync'}-{self.protocol}"
+
+    @classmethod
+    def parse(cls, name: str) -> Mode:
+        """ValueError for a name that is no mode."""
+        scheduling, _, protocol = name.partition("-")
+        if scheduling not in ("async", "sync") or protocol not in ("v1", "v2"):
+            raise ValueError(f"{name!r} is no vLLM mode (async-v1, async-v2, sync-v1 or sync-v2)")
+        return cls(scheduling == "async", protocol)
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a release has, and what it runs by default."""
+
+    overlaps: bool  # it has async scheduling
+    overlaps_by_default: bool
+    protocols: tuple[str, ...]  # "v1", and "v2" where its scheduler speaks it
+    protocol_by_default: str
+
+    def modes(self) -> list[Mode]:
+        """Every mode it has, its default first."""
+        default = Mode(self.overlaps_by_default, self.protocol_by_default)
+        every = [
+            Mode(overlapped, protocol)
+            for overlapped in ((True, False) if self.overlaps else (False,))
+            for protocol in self.protocols
+        ]
+        return [default, *(m for m in every if m != default)]
+
+
+_ASYNC_DEFAULT = re.compile(r"^\s*async_scheduling:\s*bool\s*\|\s*None\s*=\s*None\b", re.M)
+
+
+def release(root: Path) -> Release:
+    """The release whose package is `root`/vllm, read off its files (a file it lacks: the
+    feature is not there)."""
+    package = root / "vllm"
+    overlaps = (package / "v1" / "core" / "sched" / "async_scheduler.py").is_file()
+    overlaps_by_default = overlaps and bool(
+        _ASYNC_DEFAULT.search(_text(package / "config" / "scheduler.py"))
+    )
+    v2 = "use_v2_model_runner" in _text(package / "v1" / "core" / "sched" / "scheduler.py")
+    v2_by_default = v2 and "_get_v2_model_runner_unsupported_features" in _text(
+        package / "config" / "vllm.py"
+    )
+    return Release(
+        overlaps,
+        overlaps_by_default,
+        ("v1", "v2") if v2 else ("v1",),
+        "v2" if v2_by_default else "v1",
+    )
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""

@@ -1,0 +1,239 @@
+"""vLLM's GPU model runner, simulated from the SchedulerOutputs alone: the v1 runner and the
+v2 runner, each in sync and in async mode (docs/engines.md, "vLLM's modes").
+
+A runner on a worker process receives nothing but SchedulerOutputs, so the simulation
+keeps its own state from them as the real one does, and never reads the scheduler's
+Request objects: a scheduler that sends too little is caught because the runner computes
+on what it was sent. Per request it keeps a block table, the position its computation
+starts at, and its own copy of the tokens; per step it computes the positions
+`num_computed_tokens .. + num_scheduled_tokens - 1` and samples a token where the step
+reaches the end of what it holds (a prefill chunk short of it is discarded).
+
+What each runner holds, read in vLLM's code (0.33, `vllm/v1/worker/gpu_model_runner.py`
+and `vllm/v1/worker/gpu/model_runner.py`):
+
+- v1 keeps every request it was sent (`self.requests`) and a persistent batch of those
+  scheduled in the previous step; one left out of a step leaves the batch, and when it
+  comes back (or is resumed after preemption) it is re-added from its cached state. In
+  async mode its CPU copy holds -1 for each token it sampled (`_bookkeeping_sync`): the
+  value stays on the device, and only the last position of a request of the previous batch
+  reads it (`prev_sampled_token_ids` in `_prepare_input_ids`). A request re-added in async
+  mode recovers its outputs from `all_token_ids[-num_output_tokens:]`, which the scheduler
+  sends for a request not scheduled in the previous step (`_update_states`).
+- v2 keeps a request from the step it is sent as new until it finishes or is preempted
+  (`finish_requests` drops both); a resumed request is sent as new, its tokens in
+  `prefill_token_ids` (`add_requests`); the tokens it samples stay in its own state, so it
+  holds real values in both modes. It discards a sample where the step ends short of the
+  tokens it was given (`prefill_len`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
+
+from schedcheck.engine.trace import UNKNOWN, Copy
+
+__all__ = ["PROTOCOLS", "Executed", "ModelRunner", "Sample", "ShortOutput"]
+
+
+class ShortOutput(Exception):
+    """A SchedulerOutput without what the runner reads: vLLM's runner would raise (a
+    KeyError in its own dicts), so the engine crashes on it (E6, named in words)."""
+
+
+class Executed(NamedTuple):
+    """One step computed: per scheduled request (in the output's order) what it computed
+    on, the token sampled from that, and whether the sample is kept (not a chunk short of
+    the end)."""
+
+    copies: tuple[Copy, ...]
+    sampled: tuple[int, ...]
+    kept: tuple[bool, ...]
+
+
+Sample = Callable[[str, Copy], int]
+"""The model's token for a request after a step computed `Copy.token_ids` at its positions
+(the driver's: the positions before them are read from the KV cache, which E2 checks)."""
+
+
+class ModelRunner(Protocol):
+    def receive(self, out: Any) -> list[str]:
+        """Take a SchedulerOutput as the runner does before it computes: the scheduled
+        requests' names, in the order of num_scheduled_tokens."""
+        ...
+
+    def execute(self, order: list[str], out: Any, sample: Sample) -> Executed:
+        """Compute the step just received; `sample` is the simulated model's next token
+        after what a request computed on."""
+        ...
+
+
+class _Runner:
+    """What both runners keep per request."""
+
+    def __init__(self, overlapped: bool) -> None:
+        self.overlapped = overlapped
+        self.tables: dict[str, list[int]] = {}
+        self.tokens: dict[str, list[int]] = {}
+        self.starts: dict[str, int] = {}
+
+    def forget(self, name: str) -> None:
+        self.tables.pop(name, None)
+        self.tokens.pop(name, None)
+        self.starts.pop(name, None)
+
+    def known(self, name: str, what: str) -> list[int]:
+        if name not in self.tokens:
+            raise ShortOutput(f"{name} is scheduled as {what}, but the runner was never sent it")
+        return self.tokens[name]
+
+    def compute(self, name: str, inputs: list[int], n: int, sample: Sample) -> tuple[Copy, int]:
+        copy = Copy(
+            tuple(inputs),
+            inputs[-1] if inputs else None,
+            self.starts[name],
+            n,
+            tuple(self.tables.get(name, ())),
+            len(self.tokens[name]),
+        )
+        return copy, sample(name, copy)
+
+
+class V1Runner(_Runner):
+    """vLLM's v1 GPUModelRunner (`_update_states`, `_prepare_input_ids`, `_bookkeeping_sync`)."""
+
+    def __init__(self, overlapped: bool) -> None:
+        super().__init__(overlapped)
+        self.prompts: dict[str, int] = {}  # prompt length per request
+        self.batch: set[str] = set()  # the persistent batch: scheduled in the previous step
+        self.previous: dict[str, int] = {}  # on the device: the previous batch's samples
+
+    def forget(self, name: str) -> None:
+        super().forget(name)
+        self.batch.discard(name)
+        self.previous.pop(name, None)
+
+    def receive(self, out: Any) -> list[str]:
+        for name in out.finished_req_ids:
+            self.forget(name)
+        cached = out.scheduled_cached_reqs
+        resumed = _resumed(cached)
+        scheduled = set(out.num_scheduled_tokens)
+        self.batch &= scheduled - resumed  # unscheduled ones leave the batch, kept cached
+        # one that leaves the batch leaves the device's map too (InputBatch.remove_request)
+        self.previous = {n: t for n, t in self.previous.items() if n in self.batch}
+        for new in out.scheduled_new_reqs:
+            # prefill_token_ids (not in 0.11): the prompt, and a resumed request's outputs
+            prompt = getattr(new, "prefill_token_ids", None) or new.prompt_token_ids
+            self.tables[new.req_id] = list(new.block_ids[0])
+            self.tokens[new.req_id] = list(prompt)
+            self.prompts[new.req_id] = len(new.prompt_token_ids)
+            self.starts[new.req_id] = new.num_computed_tokens
+            self.batch.add(new.req_id)
+        for i, name in enumerate(cached.req_ids):
+            tokens = self.known(name, "a cached request")
+            blocks = cached.new_block_ids[i]
+            if name in resumed:
+                self.tables[name] = list(blocks[0]) if blocks is not None else []
+            elif blocks is not None:
+                self.tables.setdefault(name, []).extend(blocks[0])
+            self.starts[name] = cached.num_computed_tokens[i]
+            if self.overlapped:
+                self._recover(name, tokens, cached, i)
+            elif name in cached.all_token_ids:
+                self.tokens[name] = list(cached.all_token_ids[name])
+            self.batch.add(name)
+        return [str(name) for name in out.num_scheduled_tokens]
+
+    def _recover(self, name: str, tokens: list[int], cached: Any, i: int) -> None:
+        """Async mode: outputs beyond num_output_tokens are dropped; a request coming back
+        into the batch takes its outputs from all_token_ids."""
+        prompt, outputs = self.prompts[name], cached.num_output_tokens[i]
+        del tokens[prompt + outputs :]
+        if name not in self.batch and outputs > 0:
+            sent = cached.all_token_ids.get(name)
+            if sent is None:
+                raise ShortOutput(
+                    f"{name} comes back into the runner's batch with {outputs} output "
+                    "token(s), but the SchedulerOutput sends no all_token_ids for it"
+                )
+            tokens[prompt:] = list(sent)[-outputs:]
+
+    def execute(self, order: list[str], out: Any, sample: Sample) -> Executed:
+        copies, sampled, kept = [], [], []
+        for name in order:
+            n = int(out.num_scheduled_tokens[name])
+            inputs = list(self.tokens[name])
+            if name in self.previous:  # the last position's input is on the device
+                last = self.starts[name] + n - 1
+                inputs.extend([UNKNOWN] * (last + 1 - len(inputs)))
+                inputs[last] = self.previous[name]
+            copy, token = self.compute(name, inputs, n, sample)
+            copies.append(copy)
+            sampled.append(token)
+            kept.append(self.starts[name] + n >= len(self.tokens[name]))
+        self.previous = {}
+        for name, token, keep in zip(order, sampled, kept, strict=True):
+            if keep:
+                self.tokens[name].append(UNKNOWN if self.overlapped else token)
+                if self.overlapped:
+                    self.previous[name] = token
+        return Executed(tuple(copies), tuple(sampled), tuple(kept))
+
+
+class V2Runner(_Runner):
+    """vLLM's v2 GPU model runner (`finish_requests`, `add_requests`, `update_requests`)."""
+
+    def __init__(self, overlapped: bool) -> None:
+        super().__init__(overlapped)
+        self.prefill: dict[str, int] = {}  # prefill_len: the tokens it was given
+
+    def receive(self, out: Any) -> list[str]:
+        preempted = getattr(out, "preempted_req_ids", None) or set()
+        for name in {*out.finished_req_ids, *preempted}:
+            self.forget(name)
+        for new in out.scheduled_new_reqs:
+            # taken when received: the list is the Request's own, which grows after
+            tokens = list(new.prefill_token_ids)
+            self.tables[new.req_id] = list(new.block_ids[0])
+            self.tokens[new.req_id] = tokens
+            self.prefill[new.req_id] = len(tokens)
+            self.starts[new.req_id] = new.num_computed_tokens
+        cached = out.scheduled_cached_reqs
+        for i, name in enumerate(cached.req_ids):
+            self.known(name, "a cached request")
+            blocks = cached.new_block_ids[i]
+            if blocks is not None:
+                self.tables.setdefault(name, []).extend(blocks[0])
+            self.starts[name] = cached.num_computed_tokens[i]
+        return [str(name) for name in out.num_scheduled_tokens]
+
+    def execute(self, order: list[str], out: Any, sample: Sample) -> Executed:
+        copies, sampled, kept = [], [], []
+        for name in order:
+            n = int(out.num_scheduled_tokens[name])
+            copy, token = self.compute(name, list(self.tokens[name]), n, sample)
+            copies.append(copy)
+            sampled.append(token)
+            kept.append(self.starts[name] + n >= self.prefill[name])
+        for name, token, keep in zip(order, sampled, kept, strict=True):
+            if keep:  # written after the positions computed
+                end = self.starts[name] + int(out.num_scheduled_tokens[name])
+                del self.tokens[name][end:]
+                self.tokens[name].append(token)
+        return Executed(tuple(copies), tuple(sampled), tuple(kept))
+
+
+def _resumed(cached: Any) -> set[str]:
+    """The cached requests resumed from preemption: a set of ids from 0.12 on, a flag per
+    request in 0.11."""
+    ids = getattr(cached, "resumed_req_ids", None)
+    if ids is not None:
+        return {str(n) for n in ids}
+    flags = getattr(cached, "resumed_from_preemption", ())
+    return {str(n) for n, flag in zip(cached.req_ids, flags, strict=False) if flag}
+
+
+PROTOCOLS: dict[str, Callable[[bool], ModelRunner]] = {"v1": V1Runner, "v2": V2Runner}
+"""The simulated runner of each protocol, built with whether steps overlap (async mode)."""

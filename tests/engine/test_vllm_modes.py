@@ -1,0 +1,92 @@
+"""Which modes `schedcheck engine --engine vllm` checks: the release's defaults read off its
+files (engine/vllm/modes.py), and the options over them (engine/vllm/config.py). On trees
+written here, shaped as vLLM's releases are: no vLLM needed."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from schedcheck.engine.adapter import SetupError
+from schedcheck.engine.strategies import IN_FLIGHT_PREEMPTION, SKIPPED
+from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+from schedcheck.engine.vllm.config import vllm_setup
+from schedcheck.engine.vllm.modes import Mode, release
+
+
+def tree(root: Path, *, overlaps: bool, by_default: bool, v2: bool, v2_default: bool) -> Path:
+    """A vLLM checkout's files that modes.py reads, as a release of those facts has them."""
+    sched = root / "vllm" / "v1" / "core" / "sched"
+    sched.mkdir(parents=True)
+    (sched / "scheduler.py").write_text(
+        "class Scheduler:\n" + ("    use_v2_model_runner = False\n" if v2 else "    pass\n")
+    )
+    if overlaps:
+        (sched / "async_scheduler.py").write_text("class AsyncScheduler: pass\n")
+    config = root / "vllm" / "config"
+    config.mkdir(parents=True)
+    default = "bool | None = None" if by_default else "bool = False"
+    (config / "scheduler.py").write_text(
+        f"class SchedulerConfig:\n    async_scheduling: {default}\n"
+    )
+    body = "_get_v2_model_runner_unsupported_features" if v2_default else "_ARCHITECTURES"
+    (config / "vllm.py").write_text(f"def use_v2_model_runner(self):\n    return {body}\n")
+    return root
+
+
+def options(**given: str | None) -> argparse.Namespace:
+    return argparse.Namespace(
+        async_scheduling=given.get("scheduling"),
+        runner=given.get("runner"),
+        modes=given.get("modes"),
+    )
+
+
+def test_a_release_of_today_runs_async_with_the_v2_protocol_by_default(tmp_path: Path) -> None:
+    has = release(tree(tmp_path, overlaps=True, by_default=True, v2=True, v2_default=True))
+    assert [m.name for m in has.modes()] == ["async-v2", "async-v1", "sync-v1", "sync-v2"]
+    setup = vllm_setup(str(tmp_path), options())
+    assert setup.modes == ("async-v2",) and setup.options == ()
+    assert setup.reaches == (SKIPPED, IN_FLIGHT_PREEMPTION)
+    assert VLLM.header(setup)[:2] == ["async: on (release default)", "runner: v2 (release default)"]
+
+
+def test_an_older_release_runs_sync_with_the_v1_protocol(tmp_path: Path) -> None:
+    """0.11 to 0.13: AsyncScheduler there but off by default, no v2 runner protocol."""
+    has = release(tree(tmp_path, overlaps=True, by_default=False, v2=False, v2_default=False))
+    assert [m.name for m in has.modes()] == ["sync-v1", "async-v1"]
+    setup = vllm_setup(str(tmp_path), options())
+    assert setup.modes == ("sync-v1",) and setup.reaches == (SKIPPED,)
+    assert VLLM.header(setup)[:2] == [
+        "async: off (release default)",
+        "runner: v1 (release default)",
+    ]
+    with pytest.raises(SetupError, match=r"--runner v2: .* protocol v1 only"):
+        vllm_setup(str(tmp_path), options(runner="v2"))
+
+
+def test_the_options_choose_over_the_defaults_and_are_kept_for_the_re_run(tmp_path: Path) -> None:
+    tree(tmp_path, overlaps=True, by_default=True, v2=True, v2_default=True)
+    off = vllm_setup(str(tmp_path), options(scheduling="off", runner="v1"))
+    assert off.modes == ("sync-v1",) and off.options == ("--async", "off", "--runner", "v1")
+    assert VLLM.header(off)[:2] == ["async: off (chosen)", "runner: v1 (chosen)"]
+    every = vllm_setup(str(tmp_path), options(modes="all"))
+    assert every.modes == ("async-v2", "async-v1", "sync-v1", "sync-v2")
+    assert "modes: async-v2, async-v1, sync-v1, sync-v2 (drawn per workload)" in VLLM.header(every)
+    synced = vllm_setup(str(tmp_path), options(scheduling="off", modes="all"))
+    assert synced.modes == ("sync-v2", "sync-v1")  # every mode of the scheduling asked for
+
+
+def test_a_release_without_async_scheduling_refuses_it(tmp_path: Path) -> None:
+    tree(tmp_path, overlaps=False, by_default=False, v2=False, v2_default=False)
+    with pytest.raises(SetupError, match="--async on: this vLLM release has no async scheduling"):
+        vllm_setup(str(tmp_path), options(scheduling="on"))
+
+
+def test_a_mode_name_parses_back_and_a_wrong_one_is_refused() -> None:
+    for name in ("async-v1", "async-v2", "sync-v1", "sync-v2"):
+        assert Mode.parse(name).name == name
+    with pytest.raises(ValueError, match="'async-v3' is no vLLM mode"):
+        Mode.parse("async-v3")
