@@ -2,15 +2,17 @@
 P07's.
 
 Run: python -m bench.engine [PATH]
-The same 500 generated engine workloads are checked (every check, E1-E10) on the correct
+The same 500 generated engine workloads are checked (every check) on the correct
 engine written here in nano-vllm's API (tests/engine_subjects/correct/), in this process and in
 an isolated worker; medians of 3. P07's figures come from bench.isolation on the same
 machine, for comparison. With PATH (a nano-vllm checkout, say its main), also
 `schedcheck engine PATH`'s own search, 1,000 workloads isolated, timed whole (issue 24's
 target: at most 30 s on 2 cores). Where vLLM is installed (.ci/install-vllm), 500 vLLM
-workloads (every check, E1-E10) on its real scheduler, in this process and in its worker,
-and the worker's start-up (vLLM imported and configured before the box). docs/performance.md
-keeps the numbers.
+workloads in each mode the release has (async and sync scheduling, each runner protocol;
+every check) on its real scheduler, in this process and in its worker, the worker's
+start-up (vLLM imported and configured before the box), and a whole `schedcheck engine
+--engine vllm` in its default mode timed (issue 35's target: under a minute on 2 cores).
+docs/performance.md keeps the numbers.
 """
 
 from __future__ import annotations
@@ -46,10 +48,12 @@ CORRECT = Path(__file__).resolve().parent.parent / "tests" / "engine_subjects" /
 COUNT = 500
 
 
-def engine_sample(count: int, features: Features = PLAIN) -> list[EngineWorkload]:
+def engine_sample(
+    count: int, features: Features = PLAIN, modes: tuple[str, ...] = ("",)
+) -> list[EngineWorkload]:
     found: list[EngineWorkload] = []
 
-    @given(engine_workloads(features=features))
+    @given(engine_workloads(features=features, modes=modes))
     @settings(
         max_examples=count,
         derandomize=True,
@@ -74,32 +78,47 @@ def engine_rate(
 
 
 def vllm_rates() -> str:
-    """vLLM's line, or why there is none."""
+    """vLLM's lines, one per mode the release has, and a whole default run; or why there
+    are none."""
     if importlib.util.find_spec("vllm") is None:
         return "vLLM: not installed here (.ci/install-vllm)"
+    import argparse
+    import subprocess
+
     from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
     from schedcheck.engine.vllm.config import vllm_setup
 
-    workloads = engine_sample(COUNT, VLLM.features)
     checks = active(on=VLLM.policies_on)
-    setup = vllm_setup(None)
+    every = argparse.Namespace(async_scheduling=None, runner=None, modes="all")
+    setup = vllm_setup(None, every)
     local = LocalEngine(VLLM, setup)
-    try:
-        here = statistics.median(engine_rate(local, workloads, checks) for _ in range(3))
-    finally:
-        local.stop()
     start = time.perf_counter()
     isolated = IsolatedEngine(VLLM, setup)
     started = time.perf_counter() - start
+    lines = []
     try:
-        boxed = statistics.median(engine_rate(isolated, workloads, checks) for _ in range(3))
+        for mode in setup.modes:
+            workloads = engine_sample(COUNT, VLLM.features, (mode,))
+            here = statistics.median(engine_rate(local, workloads, checks) for _ in range(3))
+            boxed = statistics.median(engine_rate(isolated, workloads, checks) for _ in range(3))
+            lines.append(
+                f"vLLM {version('vllm')} {mode} ({len(workloads)} workloads, every check): "
+                f"in-process {here:.0f} examples/s, isolated {boxed:.0f} examples/s"
+            )
     finally:
+        local.stop()
         isolated.stop()
-    return (
-        f"vLLM {version('vllm')} (its v1 Scheduler, {len(workloads)} workloads, E1-E10): "
-        f"in-process {here:.0f} examples/s, isolated {boxed:.0f} examples/s; its worker "
-        f"starts in {started:.1f} s"
+    lines.append(f"its worker starts in {started:.1f} s (vLLM imported, warmed in every mode)")
+    start = time.perf_counter()
+    whole = subprocess.run(
+        [sys.executable, "-m", "schedcheck", "engine", "--engine", "vllm"],
+        capture_output=True,
+        text=True,
     )
+    took = time.perf_counter() - start
+    last = whole.stdout.strip().splitlines()[-1] if whole.stdout.strip() else whole.stderr
+    lines.append(f"schedcheck engine --engine vllm (1,000 workloads): {took:.1f} s: {last}")
+    return "\n".join(lines)
 
 
 def main() -> None:
