@@ -247,6 +247,15 @@ class Build:
             **self.v.runner_output_required,
         )
 
+    def reset(self, scheduler: Any) -> bool:
+        """The prefix cache cleared as the release's engine core does it; whether its
+        running requests were preempted (their output in flight then dropped)."""
+        if self.v.resets_running:
+            scheduler.reset_prefix_cache(reset_running_requests=True)
+            return True
+        scheduler.reset_prefix_cache()
+        return False
+
     def aborted(self) -> Any:
         return self.v.RequestStatus.FINISHED_ABORTED
 
@@ -277,6 +286,11 @@ class _Vllm:
         self.request_eos: bool = "eos_token_id" in inspect.signature(self.Request).parameters
         # - 0.11's ModelRunnerOutput's sampled_token_ids are numpy arrays, and its
         #   logprobs, prompt_logprobs_dict and pooler_output have no default: empty ones.
+        # - before reset_running_requests (0.11 to 0.1x), the prefix cache is cleared only
+        #   where no request holds a block (it returns False otherwise): its endpoint's
+        #   behaviour, which the driver plays;
+        reset = inspect.signature(self.Scheduler.reset_prefix_cache).parameters
+        self.resets_running: bool = "reset_running_requests" in reset
         fields = {f.name: f for f in dataclasses.fields(self.ModelRunnerOutput)}
         self.sampled_arrays: bool = "ndarray" in str(fields["sampled_token_ids"].type)
         empty: dict[str, Any] = {"logprobs": None, "prompt_logprobs_dict": {}, "pooler_output": []}

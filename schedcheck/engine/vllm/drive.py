@@ -145,6 +145,11 @@ class VllmDriver:
     def start(self) -> None:
         made = self.run.call("Scheduler()", lambda: self.build.scheduler(self.workload, self.mode))
         self.scheduler, self.hashes = made
+        # what the engine core asks before it schedules (has_unfinished_requests before the
+        # interface had has_requests)
+        self.has_requests = getattr(
+            self.scheduler, "has_requests", self.scheduler.has_unfinished_requests
+        )
 
     def idle(self) -> bool:
         count = self.scheduler.get_num_unfinished_requests
@@ -171,14 +176,14 @@ class VllmDriver:
     def reset(self) -> None:
         """reset_prefix_cache(reset_running_requests=True), as the engine core calls it
         between steps (pause_generation, the clear-cache endpoint): the running requests
-        are preempted, and vLLM drops what they have in flight (`drop_stale_output`)."""
+        are preempted, and vLLM drops what they have in flight (`drop_stale_output`). A
+        release before that argument clears the cache only where no request holds a block."""
         running = self.run.read(
             "reset_prefix_cache()", lambda: {str(r.request_id) for r in self.scheduler.running}
         )
-        reset = self.scheduler.reset_prefix_cache
-        self.run.call("reset_prefix_cache()", lambda: reset(reset_running_requests=True))
-        for batch in self.queue:
-            batch.dropped.update(running)
+        if self.run.call("reset_prefix_cache()", lambda: self.build.reset(self.scheduler)):
+            for batch in self.queue:
+                batch.dropped.update(running)
 
     def step(self) -> None:
         """One call of the engine core's step: schedule (where it has requests) and compute;
@@ -186,13 +191,13 @@ class VllmDriver:
         is more to schedule (vLLM 0.33, `step_with_batch_queue`; depth one: `step`)."""
         run = self.run
         scheduled = False
-        if self.depth == 1 or run.call("has_requests()", self.scheduler.has_requests):
+        if self.depth == 1 or run.call("has_requests()", self.has_requests):
             out = run.call("schedule()", self.scheduler.schedule)
             self.queue.appendleft(self.compute(out))
             scheduled = True
             total = run.read("schedule()", lambda: int(out.total_num_scheduled_tokens))
             if len(self.queue) < self.depth and (
-                total > 0 or run.call("has_requests()", self.scheduler.has_requests)
+                total > 0 or run.call("has_requests()", self.has_requests)
             ):
                 done = run.steps[-1]
                 run.steps[-1] = replace(done, after_postprocess=done.after_schedule)

@@ -1,0 +1,142 @@
+"""A verdict on every vLLM release from 0.11: each minor release's first and last patch,
+installed the lean way in a venv of its own (.ci/install-vllm RELEASE), checked by
+`schedcheck engine --engine vllm` in its default modes with a bounded search. Minutes per
+release; not part of CI (which checks the pinned release). docs/engines.md keeps the table.
+
+Run: python -m bench.vllm_releases [--examples N] [--out FILE.jsonl] [RELEASE ...]
+
+Each release's row goes to FILE.jsonl as it is done (release, the report's mode lines,
+exit status, verdict, the first failure's lines, the saved workload), so a run stopped
+half way keeps what it did; a release whose row is there already is skipped. The saved
+counterexamples stay in the folder beside FILE, to be read in vLLM's code before a
+failure is believed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OLDEST = (0, 11)
+MISSING = re.compile(r"No module named '([\w.]+)'")
+
+
+def registry_releases() -> list[str]:
+    """Every release the registry lists, from 0.11 on: the first and the last patch of
+    each minor, oldest first."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", "vllm"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(x for x in done.stdout.splitlines() if x.startswith("Available versions:"))
+    versions = [v.strip() for v in line.split(":", 1)[1].split(",")]
+    by_minor: dict[tuple[int, int], list[str]] = {}
+    for v in versions:
+        parts = v.split(".")
+        if len(parts) == 3 and all(p.isdigit() for p in parts):
+            minor = (int(parts[0]), int(parts[1]))
+            if minor >= OLDEST:
+                by_minor.setdefault(minor, []).append(v)
+    chosen: list[str] = []
+    for minor in sorted(by_minor):
+        patches = sorted(by_minor[minor], key=lambda v: int(v.split(".")[2]))
+        chosen.extend(dict.fromkeys([patches[0], patches[-1]]))
+    return chosen
+
+
+def sh(venv: Path, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(Path.home())}
+    return subprocess.run(
+        list(args), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def check_release(release: str, examples: int, saved: Path) -> dict[str, object]:
+    folder = Path(tempfile.mkdtemp(prefix=f"schedcheck-vllm-{release}-"))
+    venv = folder / "venv"
+    row: dict[str, object] = {"release": release}
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        python = str(venv / "bin" / "python")
+        start = time.monotonic()
+        for step in (
+            [python, "-m", "pip", "install", "-q", "-e", str(ROOT)],
+            ["bash", ".ci/install-vllm", release],
+        ):
+            done = sh(venv, *step)
+            if done.returncode:
+                row.update(verdict="not installed", lines=done.stderr.strip().splitlines()[-5:])
+                return row
+        row["install_s"] = round(time.monotonic() - start)
+        added: list[str] = []
+        for _ in range(4):  # a dropped package the release imports after all: add it
+            start = time.monotonic()
+            target = saved / release
+            done = sh(
+                venv,
+                python,
+                "-m",
+                "schedcheck",
+                "engine",
+                "--engine",
+                "vllm",
+                "--examples",
+                str(examples),
+                "--save-failures",
+                str(target),
+            )
+            row["check_s"] = round(time.monotonic() - start)
+            missing = MISSING.search(done.stderr + done.stdout)
+            if done.returncode != 2 or missing is None:
+                break
+            package = missing.group(1).split(".")[0].replace("_", "-")
+            added.append(package)
+            sh(venv, python, "-m", "pip", "install", "-q", package)
+        lines = done.stdout.strip().splitlines()
+        row.update(
+            exit=done.returncode,
+            added=added,
+            modes=[x for x in lines if x.startswith(("async:", "runner:"))],
+            verdict={0: "PASS", 1: "FAIL", 2: "cannot be driven", 3: "schedcheck's fault"}.get(
+                done.returncode, f"exit {done.returncode}"
+            ),
+            reached=next((x for x in lines if " workloads in " in x), ""),
+            failure=[x for x in lines if x.startswith(("FAIL", "E"))][:2]
+            or done.stderr.strip().splitlines()[-3:],
+            saved=sorted(str(p) for p in (saved / release).glob("*.json")),
+        )
+        return row
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.vllm_releases")
+    parser.add_argument("releases", nargs="*", help="default: every release from 0.11")
+    parser.add_argument("--examples", type=int, default=1000)
+    parser.add_argument("--out", default="vllm-releases.jsonl")
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    rows = out.read_text().splitlines() if out.exists() else []
+    done = {json.loads(x)["release"] for x in rows}
+    for release in args.releases or registry_releases():
+        if release in done:
+            continue
+        row = check_release(release, args.examples, out.parent / "vllm-failures")
+        with out.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
