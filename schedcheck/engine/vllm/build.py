@@ -190,8 +190,8 @@ class Build:
             vllm_config,
             kv_cache_config,
             v.StructuredOutputManager(vllm_config),
-            block_size=c.block_size,
             log_stats=False,
+            **({"block_size": c.block_size} if v.takes_block_size else {}),
         )
         speaks = getattr(scheduler, "use_v2_model_runner", False)
         if bool(speaks) != (mode.protocol == "v2"):
@@ -289,6 +289,8 @@ class _Vllm:
         # - before reset_running_requests (0.11 to 0.1x), the prefix cache is cleared only
         #   where no request holds a block (it returns False otherwise): its endpoint's
         #   behaviour, which the driver plays;
+        # - 0.11.0's Scheduler reads the block size off the cache config (no block_size);
+        self.takes_block_size: bool = "block_size" in inspect.signature(self.Scheduler).parameters
         reset = inspect.signature(self.Scheduler.reset_prefix_cache).parameters
         self.resets_running: bool = "reset_running_requests" in reset
         fields = {f.name: f for f in dataclasses.fields(self.ModelRunnerOutput)}
