@@ -1,4 +1,4 @@
-"""The engine checks, E1-E12, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E13, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
@@ -8,7 +8,8 @@ runner needs at that step; E9 (off unless asked for) no more than max_num_seqs s
 are running at once; E10 (vLLM only) recompute preemption takes vLLM's victim and
 requeues it at the front; E11 and E12 (vLLM's async scheduling, quiet where no step
 overlaps another) tokens in flight are counted right, and no position is computed on a
-placeholder the runner holds for one.
+placeholder the runner holds for one; E13 (a policy, vLLM's) a running request is left out
+of a step only when the step has no room for it.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
 can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
@@ -351,6 +352,46 @@ def check_e12(trace: EngineTrace) -> Iterator[Violation]:
                 )
 
 
+def check_e13(trace: EngineTrace) -> Iterator[Violation]:
+    """vLLM schedules its running requests first, each as far as the step's budget goes
+    (Scheduler.schedule's running pass): one running before the step and still running
+    after it is left out only when the step has no room left, in tokens or requests. The
+    one exception is async scheduling's: a request whose every remaining token is already
+    in flight is not scheduled again (`num_computed_tokens + 2 - num_output_placeholders
+    >= num_prompt_tokens + max_tokens`)."""
+    config = trace.workload.config
+    requests = {r.name: r for r in trace.workload.requests}
+    previous = None
+    for step in trace.steps:
+        now = step.after_schedule
+        if previous is not None and step.schedules:
+            names = {s.name for s in step.scheduled}
+            total = sum(s.num_scheduled for s in step.scheduled)
+            flight = {n: f for n, _, f in now.progress}
+            left = [
+                n
+                for n in previous.running
+                if now.status.get(n) == "RUNNING"
+                and n not in names
+                and len(now.tokens.get(n, ())) - len(requests[n].prompt) + flight.get(n, 0)
+                < requests[n].max_tokens
+            ]
+            room = total < config.max_num_batched_tokens and len(names) < config.max_num_seqs
+            if left and room:
+                yield Violation(
+                    "E13",
+                    step.step,
+                    "schedule()",
+                    f"{', '.join(left)} running, left out of this step, though it scheduled "
+                    f"{total} of max_num_batched_tokens {config.max_num_batched_tokens} and "
+                    f"{len(names)} of max_num_seqs {config.max_num_seqs} requests"
+                    + (f" ({', '.join(sorted(names))})" if names else ": nothing"),
+                    tuple(left),
+                )
+                return  # the first wasted step tells the story
+        previous = step.after_postprocess or now
+
+
 ENTRIES: tuple[EngineCheck, ...] = (
     EngineCheck(
         id="E1",
@@ -483,10 +524,24 @@ ENTRIES: tuple[EngineCheck, ...] = (
         ),
         function=check_e12,
     ),
+    EngineCheck(
+        id="E13",
+        title="a running request is left out of a step only when the step has no room for "
+        "it (a policy, vLLM's: its running requests are scheduled first)",
+        symptom="a wasted step: a request that could decode waits while the step runs below "
+        "its budget, or runs nothing",
+        likely_bugs=(
+            "the running pass stops (`break`) where it should go on to the next request",
+            "the index into the running list not moved back after a preemption removed an "
+            "earlier request",
+        ),
+        function=check_e13,
+        policy=False,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E12."""
+"""Every engine check by id, E1-E13."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

@@ -164,7 +164,9 @@ def _between(trace: EngineTrace, previous: Pool, step: EngineStep) -> set[str]:
     scheduled = {s.name for s in step.scheduled}
     if running and step.step in trace.workload.resets:
         seen.add(RESET)
-    if any(now.status.get(n) == "RUNNING" and n not in scheduled for n in running):
+    if step.schedules and any(
+        now.status.get(n) == "RUNNING" and n not in scheduled for n in running
+    ):
         seen.add(SKIPPED)
     in_flight = {n for n, _, placeholders in previous.progress if placeholders > 0}
     if any(now.status.get(n) == "WAITING" for n in in_flight & set(running)):

@@ -80,6 +80,9 @@ class EngineStep:
     sampled: tuple[int, ...]
     after_schedule: Pool
     after_postprocess: Pool | None  # None when postprocess() raised
+    # False for a step of an engine core draining its queue, which only updates (vLLM's
+    # async scheduling): no schedule() was called, so nothing was left out of it
+    schedules: bool = True
 
 
 UNKNOWN = -1
@@ -142,6 +145,7 @@ class EngineTrace:
                     "sampled": list(s.sampled),
                     "after_schedule": pool(s.after_schedule),
                     "after_postprocess": pool(s.after_postprocess),
+                    "schedules": s.schedules,
                 }
                 for s in self.steps
             ],
@@ -191,6 +195,7 @@ class EngineTrace:
                     tup(s["sampled"]) or (),
                     after,
                     pool(s["after_postprocess"]),
+                    bool(s.get("schedules", True)),
                 )
             )
         failure = data["failure"]

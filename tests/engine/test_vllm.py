@@ -120,5 +120,5 @@ def test_schedcheck_engine_vllm_runs_it_in_its_box(vllm: LocalEngine) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS vLLM at" in done.stdout
-    assert "checks: E1 E2 E3 E4 E5 E6 E7 E8 E9 E10 E11 E12" in done.stdout
+    assert "checks: E1 E2 E3 E4 E5 E6 E7 E8 E9 E10 E11 E12 E13" in done.stdout
     assert "isolation: " in done.stdout

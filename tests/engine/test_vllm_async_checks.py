@@ -98,3 +98,16 @@ def test_e12_fires_on_a_position_computed_on_a_placeholder() -> None:
     assert (v.step, v.call) == (4, "model runner")
     assert "r1 computes position(s) [6] on an unknown input" in v.message
     assert fired(broken, "E8") == []  # a placeholder is E12's to report, not E8's
+
+
+def test_e13_is_quiet_on_a_request_whose_last_token_is_in_flight_and_fires_otherwise() -> None:
+    """At step 6 r1 (max_tokens 4) knows 3 outputs and has its 4th in flight: vLLM does not
+    schedule it again, and E13 agrees. Were max_tokens 5, the step would waste it."""
+    trace = recorded()
+    assert trace.steps[5].scheduled == () and trace.steps[5].schedules
+    assert fired(trace, "E13") == []
+    more = replace(trace.workload.requests[0], max_tokens=5)
+    longer = replace(trace.workload, requests=(more, *trace.workload.requests[1:]))
+    (v,) = fired(replace(trace, workload=longer), "E13")
+    assert v.step == 6 and v.message.startswith("r1 running, left out of this step")
+    assert v.message.endswith("0 of max_num_seqs 2 requests: nothing")

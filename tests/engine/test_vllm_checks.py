@@ -133,3 +133,16 @@ def test_e2_fires_on_a_cached_block_whose_kv_is_not_the_prefix_its_hash_names() 
     (v,) = fired(broken)
     assert (v.check, v.step, v.call) == ("E2", 5, "update_from_output()")
     assert "block 4 is in the prefix cache" in v.message and "[1 1 1 2]" in v.message
+
+
+def test_e13_fires_on_a_running_request_left_out_of_a_step_with_room() -> None:
+    """At step 3 r3 is preempted; were it left running and unscheduled instead, the step
+    would have run r2's one token of a budget of 3 without it."""
+    trace = recorded()
+    pool = pool_of(trace, 3, "after_schedule")
+    broken = with_pool(
+        trace, 3, "after_schedule", pool._replace(status={**pool.status, "r3": "RUNNING"})
+    )
+    (v,) = [v for v in fired(broken) if v.check == "E13"]
+    assert v.step == 3 and v.seq_ids == ("r3",)
+    assert "though it scheduled 1 of max_num_batched_tokens 3 and 1 of max_num_seqs 3" in v.message

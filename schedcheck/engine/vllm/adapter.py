@@ -80,7 +80,8 @@ class Vllm:
         reserved=1,
         resets=True,
     )
-    policies_on = frozenset({"E9", "E10"})  # its running cap and its preemption rules
+    # its running cap, its preemption rules, its running requests scheduled first
+    policies_on = frozenset({"E9", "E10", "E13"})
     # its config is built from each workload; its modes from the release's and these
     options = frozenset({"runner", "async_scheduling", "modes"})
     memory_mb = 8192  # torch and vLLM map gigabytes of address space before a step is run

@@ -204,7 +204,7 @@ class VllmDriver:
                 return
         if not scheduled:  # the queue drains: a step that only updates
             before = run.read("update_from_output()", self.pool)
-            run.steps.append(EngineStep(run.step, False, (), (), (), before, None))
+            run.steps.append(EngineStep(run.step, False, (), (), (), before, None, False))
         self.update(self.queue.pop())
 
     def compute(self, out: Any) -> Batch:
