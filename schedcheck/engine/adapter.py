@@ -42,6 +42,7 @@ class Features:
     pool_slack: int = 6  # blocks drawn above the largest request's need (fewer: tighter)
     reserved: int = 0  # blocks the pool keeps out of play (vLLM's null block)
     resets: bool = False  # the prefix cache cleared between steps, requests running
+    caps: bool = False  # a max_model_len below some requests' prompt and max_tokens
 
 
 PLAIN = Features()

@@ -358,7 +358,8 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
     after it is left out only when the step has no room left, in tokens or requests. The
     one exception is async scheduling's: a request whose every remaining token is already
     in flight is not scheduled again (`num_computed_tokens + 2 - num_output_placeholders
-    >= num_prompt_tokens + max_tokens`)."""
+    >= num_prompt_tokens + max_tokens`, and max_model_len's `max_model_len - 1 -
+    num_computed_tokens` of 0)."""
     config = trace.workload.config
     requests = {r.name: r for r in trace.workload.requests}
     previous = None
@@ -374,7 +375,7 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
                 if now.status.get(n) == "RUNNING"
                 and n not in names
                 and len(now.tokens.get(n, ())) - len(requests[n].prompt) + flight.get(n, 0)
-                < requests[n].max_tokens
+                < trace.workload.most(requests[n])
             ]
             room = total < config.max_num_batched_tokens and len(names) < config.max_num_seqs
             if left and room:

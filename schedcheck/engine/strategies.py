@@ -36,6 +36,7 @@ EOS_FINISH = "finish by eos"
 IGNORED_EOS = "eos ignored (ignore_eos)"
 ABORTED = "abort (finish_requests) of an unfinished request"
 STOPPED = "finish by a stop token"
+CAPPED = "finish by max_model_len"
 PRIORITY = "preemption under the priority policy"
 RESET = "prefix cache cleared with requests running"
 SKIPPED = "a running request left out of a step"
@@ -64,6 +65,7 @@ def labels(
         (STOPPED, features.stops),
         (PRIORITY, features.priorities),
         (RESET, features.resets),
+        (CAPPED, features.caps),
     )
     shown = tuple(mode_label(m) for m in modes) if len(modes) > 1 else ()
     return (*LABELS, *(label for label, has in extra if has), *reaches, *shown)
@@ -138,7 +140,17 @@ def engine_workloads(
     resets: tuple[int, ...] = ()
     if features.resets and draw(st.integers(0, 3)) == 3:  # one workload in four
         resets = (draw(st.integers(2, 8)),)
+    # a max_model_len that caps the longest requests, one workload in four: the pool drawn
+    # above holds it (its need counted every request's whole length), and every prompt
+    # leaves room for an output (vLLM's input processor refuses one that does not)
+    low, high = max(len(r.prompt) for r in requests) + 1, longest_of(requests) - 1
+    if features.caps and low <= high and draw(st.integers(0, 3)) == 3:
+        config = replace(config, max_model_len=draw(st.integers(low, high)))
     return EngineWorkload(config, tuple(requests), vocab, eos, resets)
+
+
+def longest_of(requests: list[EngineRequest]) -> int:
+    return max(len(r.prompt) + r.max_tokens for r in requests)
 
 
 def _extras(
@@ -219,6 +231,9 @@ def observe(trace: EngineTrace) -> set[str]:
             seen.add(IGNORED_EOS)
         if out and out[-1] in request.stop and len(out) < request.max_tokens:
             seen.add(STOPPED)
+        most = trace.workload.most(request)
+        if most < request.max_tokens and len(out) == most and (out[-1] or request.ignore_eos):
+            seen.add(CAPPED)
         if request.abort and out != trace.workload.alone(request) and trace.failure is None:
             seen.add(ABORTED)
     return seen

@@ -33,6 +33,9 @@ class EngineConfig:
     # How the engine runs, in its adapter's words (vLLM: "async-v2", "sync-v1", ...: its
     # scheduling and the model runner's protocol); "" the mode its run is set up with.
     mode: str = ""
+    # vLLM's max_model_len where it caps requests below their max_tokens (each ends when
+    # its sequence reaches it: FINISHED_LENGTH_CAPPED); 0: the longest any request grows
+    max_model_len: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,16 @@ class EngineWorkload:
         h = zlib.crc32(",".join(map(str, tokens)).encode())
         return EOS if h % 16 < self.eos_per_16 else 1 + (h >> 4) % self.vocab
 
+    def most(self, request: EngineRequest) -> int:
+        """The most tokens it may produce: max_tokens, less where max_model_len caps its
+        sequence first (vLLM's check_stop: FINISHED_LENGTH_CAPPED once the sequence holds
+        max_model_len tokens)."""
+        return min(request.max_tokens, self.max_model_len() - len(request.prompt))
+
     def alone(self, request: EngineRequest) -> tuple[int, ...]:
         """Its output run alone: ample blocks, no preemption, no sharing (E7)."""
         tokens, out = list(request.prompt), list[int]()
-        while len(out) < request.max_tokens:
+        while len(out) < self.most(request):
             token = self.next_token(tokens)
             tokens.append(token)
             out.append(token)
@@ -84,8 +93,9 @@ class EngineWorkload:
         return max((len(r.prompt) + r.max_tokens for r in self.requests), default=1)
 
     def max_model_len(self) -> int:
-        """The max_model_len it runs with: the longest sequence it can grow."""
-        return self.longest()
+        """The max_model_len it runs with: its config's, or the longest sequence it can
+        grow."""
+        return self.config.max_model_len or self.longest()
 
     def problems(self, reserved: int = 0) -> list[str]:
         """Why this is not valid input for an engine (empty when it is): a request that
@@ -99,6 +109,20 @@ class EngineWorkload:
             for r in self.requests
             if r.peak_blocks(c.block_size) > c.num_blocks - reserved
         ]
+        if c.max_model_len:
+            found.extend(
+                f"{r.name}'s prompt of {len(r.prompt)} tokens leaves no room for an output "
+                f"under max_model_len {c.max_model_len} (vLLM's input processor refuses it "
+                "before its scheduler sees it)"
+                for r in self.requests
+                if len(r.prompt) >= c.max_model_len
+            )
+            room = (c.num_blocks - reserved) * c.block_size
+            if c.max_model_len > room:
+                found.append(
+                    f"max_model_len {c.max_model_len} is over the {room} tokens the pool holds "
+                    "(vLLM refuses to start so)"
+                )
         if c.policy not in ("fcfs", "priority"):
             found.append(f"policy {c.policy!r} is neither 'fcfs' nor 'priority'")
         if c.block_size < 2:
@@ -143,6 +167,7 @@ class EngineWorkload:
                 int(config["max_num_batched_tokens"]),
                 str(config.get("policy", "fcfs")),
                 str(config.get("mode", "")),
+                int(config.get("max_model_len", 0)),
             ),
             requests,
             int(data["vocab"]),

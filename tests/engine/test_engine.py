@@ -204,6 +204,19 @@ def test_a_saved_workload_asking_what_the_engine_lacks_is_refused_at_replay(
     assert "mode 'async-v2', which this run does not have" in err
 
 
+def test_max_model_len_caps_the_output_alone_and_a_prompt_without_room_is_refused() -> None:
+    """vLLM ends a request whose sequence reaches max_model_len (check_stop), and its input
+    processor refuses a prompt that leaves no room for one output token."""
+    capped = workload(replace(request("r1", 1, 2, max_tokens=5), ignore_eos=True), blocks=8)
+    capped = replace(capped, config=replace(capped.config, max_model_len=4))
+    assert capped.most(capped.requests[0]) == 2 and len(capped.alone(capped.requests[0])) == 2
+    assert capped.problems() == []
+    full = replace(capped, config=replace(capped.config, max_model_len=2))
+    assert "r1's prompt of 2 tokens leaves no room for an output" in full.problems()[0]
+    over = replace(capped, config=replace(capped.config, num_blocks=1))
+    assert "max_model_len 4 is over the 2 tokens the pool holds" in " ".join(over.problems())
+
+
 def test_output_alone_is_the_token_function_unrolled() -> None:
     w = workload(request("r1", 1, 2, max_tokens=5))
     out = w.alone(w.requests[0])

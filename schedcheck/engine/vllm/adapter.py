@@ -79,6 +79,7 @@ class Vllm:
         pool_slack=3,
         reserved=1,
         resets=True,
+        caps=True,
     )
     # its running cap, its preemption rules, its running requests scheduled first
     policies_on = frozenset({"E9", "E10", "E13"})

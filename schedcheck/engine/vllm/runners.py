@@ -139,10 +139,11 @@ class V1Runner(_Runner):
             elif blocks is not None:
                 self.tables.setdefault(name, []).extend(blocks[0])
             self.starts[name] = cached.num_computed_tokens[i]
+            sent = getattr(cached, "all_token_ids", {})  # not in 0.11.0
             if self.overlapped:
                 self._recover(name, tokens, cached, i)
-            elif name in cached.all_token_ids:
-                self.tokens[name] = list(cached.all_token_ids[name])
+            elif name in sent:
+                self.tokens[name] = list(sent[name])
             self.batch.add(name)
         return [str(name) for name in out.num_scheduled_tokens]
 
