@@ -41,6 +41,7 @@ PRIORITY = "preemption under the priority policy"
 RESET = "prefix cache cleared with requests running"
 SKIPPED = "a running request left out of a step"
 IN_FLIGHT_PREEMPTION = "preemption of a request with a step in flight"
+IN_FLIGHT_ABORT = "abort of a request with a step in flight"
 LABELS = (
     PREFIX_HIT,
     WHOLE_PROMPT_HIT,
@@ -58,8 +59,8 @@ def labels(
     features: Features, modes: tuple[str, ...] = ("",), reaches: tuple[str, ...] = ()
 ) -> tuple[str, ...]:
     """The hard parts an engine with `features`, run in `modes`, can reach; `reaches`: those
-    its adapter says this setup reaches besides (EngineSetup.reaches: SKIPPED,
-    IN_FLIGHT_PREEMPTION)."""
+    its adapter says this setup reaches besides (EngineSetup.reaches: SKIPPED, and where
+    steps overlap IN_FLIGHT_PREEMPTION and IN_FLIGHT_ABORT)."""
     extra = (
         (ABORTED, features.aborts),
         (STOPPED, features.stops),
@@ -183,6 +184,9 @@ def _between(trace: EngineTrace, previous: Pool, step: EngineStep) -> set[str]:
     in_flight = {n for n, _, placeholders in previous.progress if placeholders > 0}
     if any(now.status.get(n) == "WAITING" for n in in_flight & set(running)):
         seen.add(IN_FLIGHT_PREEMPTION)
+    aborted = {r.name for r in trace.workload.requests if r.abort == step.step}
+    if any(now.status.get(n) == "FINISHED" for n in in_flight & aborted):
+        seen.add(IN_FLIGHT_ABORT)
     return seen
 
 

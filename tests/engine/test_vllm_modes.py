@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from schedcheck.engine.adapter import SetupError
-from schedcheck.engine.strategies import IN_FLIGHT_PREEMPTION, SKIPPED
+from schedcheck.engine.strategies import IN_FLIGHT_ABORT, IN_FLIGHT_PREEMPTION, SKIPPED
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.vllm.modes import Mode, release
@@ -49,7 +49,7 @@ def test_a_release_of_today_runs_async_with_the_v2_protocol_by_default(tmp_path:
     assert [m.name for m in has.modes()] == ["async-v2", "async-v1", "sync-v1", "sync-v2"]
     setup = vllm_setup(str(tmp_path), options())
     assert setup.modes == ("async-v2",) and setup.options == ()
-    assert setup.reaches == (SKIPPED, IN_FLIGHT_PREEMPTION)
+    assert setup.reaches == (SKIPPED, IN_FLIGHT_PREEMPTION, IN_FLIGHT_ABORT)
     assert VLLM.header(setup)[:2] == ["async: on (release default)", "runner: v2 (release default)"]
 
 

@@ -10,11 +10,13 @@ import importlib.util
 from pathlib import Path
 
 from schedcheck.engine.adapter import EngineSetup, SetupError
-from schedcheck.engine.strategies import IN_FLIGHT_PREEMPTION, SKIPPED
+from schedcheck.engine.strategies import IN_FLIGHT_ABORT, IN_FLIGHT_PREEMPTION, SKIPPED
 from schedcheck.engine.vllm.drive import RUNNER
 from schedcheck.engine.vllm.modes import Mode, Release, release
 
 EXTRA = "python -m pip install 'schedcheck[vllm]' (docs/engines.md, \"vLLM\")"
+# what a run reaches where steps overlap (async scheduling)
+OVERLAPPING = (IN_FLIGHT_PREEMPTION, IN_FLIGHT_ABORT)
 
 
 def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> EngineSetup:
@@ -50,7 +52,10 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
         "prefill and prefix caching on)",
         options=tuple(options),
         modes=tuple(m.name for m in modes),
-        reaches=(SKIPPED, *([IN_FLIGHT_PREEMPTION] if any(m.overlapped for m in modes) else [])),
+        reaches=(
+            SKIPPED,
+            *(OVERLAPPING if any(m.overlapped for m in modes) else ()),
+        ),
         config={
             "async_default": has.overlaps_by_default,
             "protocol_default": has.protocol_by_default,
