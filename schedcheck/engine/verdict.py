@@ -70,8 +70,18 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         "workload:",
         f"  config: num_kvcache_blocks={c.num_blocks} kvcache_block_size={c.block_size} "
         f"max_num_seqs={c.max_num_seqs} max_num_batched_tokens={c.max_num_batched_tokens} "
-        f"eos=0 policy={c.policy}",
+        f"eos=0 policy={c.policy}"
+        + (f" mode={c.mode}" if c.mode else "")
+        + (f" max_model_len={c.max_model_len}" if c.max_model_len else ""),
         "  requests: " + ", ".join(_request(r) for r in w.requests),
+        *(
+            [
+                "  prefix cache cleared, running requests preempted, at the start of step "
+                + ", ".join(map(str, w.resets))
+            ]
+            if w.resets
+            else []
+        ),
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
         "",
@@ -87,6 +97,8 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         pool = step.after_postprocess or step.after_schedule
         mixed = trace.traits.runner.decode == "mixed"  # no step-wide phase
         phase = "mixed" if mixed else "prefill" if step.is_prefill else "decode"
+        if not step.schedules:
+            phase = "update only"  # an engine core draining its queue
         cached = f" (cached: {list(pool.cached)})" if pool.cached else ""
         lines.append(
             f"| {step.step} | {phase} | {scheduled or '-'} | {list(step.sampled)} | "

@@ -27,3 +27,14 @@ def test_the_report_shows_the_policy_and_each_requests_drawn_fields() -> None:
     assert "priority 2 stop [1] aborted at step 3 (step 1)" in text
     plain = text.split(f"{second.name} prompt", 1)[1].split(",", 1)[0]
     assert "priority" not in plain and "stop" not in plain and "aborted" not in plain
+
+
+def test_the_report_shows_the_mode_the_length_cap_the_resets_and_steps_that_only_update() -> None:
+    trace = EngineTrace.from_dict(json.loads((TRACE.parent / "async_trace.json").read_text()))
+    config = replace(trace.workload.config, max_model_len=9)
+    trace = replace(trace, workload=replace(trace.workload, config=config, resets=(4,)))
+    text = report(Violation("E7", 8, "end of run", "a wrong output", ()), trace)
+    assert "policy=fcfs mode=async-v1 max_model_len=9" in text
+    assert "prefix cache cleared, running requests preempted, at the start of step 4" in text
+    assert "| 8 | update only | - | [] |" in text
+    assert "| 7 | mixed | - | [] |" in text  # an empty schedule() is a step of its own
