@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OLDEST = (0, 11)
@@ -145,13 +146,37 @@ def engine(
     return done
 
 
+def table(rows: list[dict[str, Any]]) -> str:
+    """The rows as docs/engines.md's table, less the column a person writes: the scenario
+    read in vLLM's code and the upstream issue or fix that matches it."""
+    lines = [
+        "| release | modes | verdict | first failure | then, with it off |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        modes = ", ".join(str(m).split(" (")[0] for m in row.get("modes", []))
+        said = [
+            "PASS" if run.get("verdict") == "PASS" else str((run.get("failure") or [""])[-1])[:140]
+            for run in row.get("runs") or [row]
+        ]
+        lines.append(
+            f"| {row['release']} | {modes} | {row.get('verdict')} | {said[0]} | "
+            f"{'; '.join(said[1:]) or '-'} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.vllm_releases")
     parser.add_argument("releases", nargs="*", help="default: every release from 0.11")
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--out", default="vllm-releases.jsonl")
+    parser.add_argument("--table", action="store_true", help="print FILE's rows as a table")
     args = parser.parse_args()
     out = Path(args.out).resolve()
+    if args.table:
+        print(table([json.loads(x) for x in out.read_text().splitlines()]))
+        return
     rows = out.read_text().splitlines() if out.exists() else []
     done = {json.loads(x)["release"] for x in rows}
     for release in args.releases or registry_releases():
