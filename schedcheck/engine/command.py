@@ -271,6 +271,7 @@ def unsupported(workload: EngineWorkload, features: Features, modes: tuple[str, 
         or (workload.config.policy == "fcfs" and not any(r.priority for r in workload.requests)),
         "prefix-cache resets": features.resets or not workload.resets,
         "a max_model_len that caps requests": features.caps or not workload.config.max_model_len,
+        "steps the device finishes early": features.timing or not workload.early,
     }
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok

@@ -147,7 +147,10 @@ def engine_workloads(
     low, high = max(len(r.prompt) for r in requests) + 1, longest_of(requests) - 1
     if features.caps and low <= high and draw(st.integers(0, 3)) == 3:
         config = replace(config, max_model_len=draw(st.integers(low, high)))
-    return EngineWorkload(config, tuple(requests), vocab, eos, resets)
+    early: tuple[int, ...] = ()
+    if features.timing and draw(st.integers(0, 3)) == 3:  # one workload in four
+        early = tuple(sorted(draw(st.sets(st.integers(1, 8), min_size=1, max_size=3))))
+    return EngineWorkload(config, tuple(requests), vocab, eos, resets, early)
 
 
 def longest_of(requests: list[EngineRequest]) -> int:

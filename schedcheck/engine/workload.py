@@ -64,6 +64,9 @@ class EngineWorkload:
     # steps at whose start the prefix cache is cleared with the running requests preempted
     # (vLLM's reset_prefix_cache(reset_running_requests=True)), for an engine that has it
     resets: tuple[int, ...] = ()
+    # steps whose batch the device finishes before the engine core looks (async scheduling:
+    # an engine core that asks updates it at once; one that does not, never looks)
+    early: tuple[int, ...] = ()
 
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
@@ -173,6 +176,7 @@ class EngineWorkload:
             int(data["vocab"]),
             int(data["eos_per_16"]),
             tuple(map(int, data.get("resets", ()))),
+            tuple(map(int, data.get("early", ()))),
         )
 
     @classmethod

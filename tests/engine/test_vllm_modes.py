@@ -85,6 +85,28 @@ def test_a_release_without_async_scheduling_refuses_it(tmp_path: Path) -> None:
         vllm_setup(str(tmp_path), options(scheduling="on"))
 
 
+def test_an_engine_core_that_asks_whether_the_device_is_done_is_read_as_such(
+    tmp_path: Path,
+) -> None:
+    """0.11 to 0.2x: `... and not batch_queue[-1][0].done()`; 0.33 never asks."""
+    tree(tmp_path, overlaps=True, by_default=True, v2=False, v2_default=False)
+    core = tmp_path / "vllm" / "v1" / "engine"
+    core.mkdir(parents=True)
+    (core / "core.py").write_text(
+        "class EngineCore:\n    def step_with_batch_queue(self):\n"
+        "        if executed and not batch_queue[-1][0].done():\n            return\n"
+        "    def after(self):\n        future.done()\n"
+    )
+    setup = vllm_setup(str(tmp_path), options())
+    assert release(tmp_path).looks_at_device and setup.config["looks_at_device"]
+    assert "updated at once (drawn)" in VLLM.header(setup)[2]
+    (core / "core.py").write_text(
+        "class EngineCore:\n    def step_with_batch_queue(self):\n        return\n"
+        "    def after(self):\n        future.done()\n"
+    )
+    assert not release(tmp_path).looks_at_device
+
+
 def test_a_mode_name_parses_back_and_a_wrong_one_is_refused() -> None:
     for name in ("async-v1", "async-v2", "sync-v1", "sync-v2"):
         assert Mode.parse(name).name == name

@@ -41,7 +41,8 @@ class _Built:
         self, workload: EngineWorkload, setup: EngineSetup, beat: Callable[[int, str], None] | None
     ) -> EngineTrace:
         """In the workload's mode, or where it names none the first of the setup's."""
-        return run_vllm(self.build, workload, Mode.parse(setup.modes[0]), beat)
+        looks = bool(setup.config.get("looks_at_device", False))
+        return run_vllm(self.build, workload, Mode.parse(setup.modes[0]), looks, beat)
 
 
 def cache_root() -> Path:
@@ -80,6 +81,7 @@ class Vllm:
         reserved=1,
         resets=True,
         caps=True,
+        timing=True,
     )
     # its running cap, its preemption rules, its running requests scheduled first
     policies_on = frozenset({"E9", "E10", "E13"})
@@ -116,6 +118,15 @@ class Vllm:
         ]
         if len(modes) > 1:
             lines.append(f"modes: {', '.join(setup.modes)} (drawn per workload)")
+        if any(m.overlapped for m in modes):
+            lines.append(
+                "engine core: a batch queue of 2; "
+                + (
+                    "a batch the device finished before the core looked is updated at once (drawn)"
+                    if setup.config.get("looks_at_device")
+                    else "a batch is held while there is more to schedule"
+                )
+            )
         return [
             *lines,
             f"config: {setup.config_from}",

@@ -63,14 +63,16 @@ def run_vllm(
     build: Build,
     workload: EngineWorkload,
     mode: Mode,
+    looks_at_device: bool = False,
     beat: Callable[[int, str], None] | None = None,
 ) -> EngineTrace:
     """Drive `workload` through a fresh vLLM Scheduler in `mode` (the workload's own where
-    it names one); `beat(step, call)` before each call."""
+    it names one); `looks_at_device`: the release's engine core updates a batch at once
+    where the device has finished it (modes.Release); `beat(step, call)` before each call."""
     if workload.config.mode:
         mode = Mode.parse(workload.config.mode)
     run = Run(workload, TRAITS, beat)
-    return run.play(VllmDriver(build, run, mode))
+    return run.play(VllmDriver(build, run, mode, looks_at_device))
 
 
 # Runs through the scheduler's paths before the box, since vLLM imports some modules only
@@ -127,8 +129,9 @@ class VllmDriver:
     # an empty step that changed nothing, with nothing left to arrive, is stuck for good
     stuck_is_e5 = True
 
-    def __init__(self, build: Build, run: Run, mode: Mode) -> None:
+    def __init__(self, build: Build, run: Run, mode: Mode, looks_at_device: bool) -> None:
         self.build, self.run, self.workload, self.mode = build, run, run.workload, mode
+        self.looks_at_device = looks_at_device
         self.requests: dict[str, Any] = {}  # name -> vLLM's Request, finished ones kept
         self.runner = PROTOCOLS[mode.protocol](mode.overlapped)
         self.depth = 2 if mode.overlapped else 1  # the engine core's batch queue
@@ -187,8 +190,8 @@ class VllmDriver:
 
     def step(self) -> None:
         """One call of the engine core's step: schedule (where it has requests) and compute;
-        then update from the oldest batch, unless the queue has room for another and there
-        is more to schedule (vLLM 0.33, `step_with_batch_queue`; depth one: `step`)."""
+        then update from the oldest batch, unless the queue has room for another and the
+        core holds it (`holds`; vLLM's `step_with_batch_queue`; depth one: `step`)."""
         run = self.run
         scheduled = False
         if self.depth == 1 or run.call("has_requests()", self.has_requests):
@@ -196,9 +199,7 @@ class VllmDriver:
             self.queue.appendleft(self.compute(out))
             scheduled = True
             total = run.read("schedule()", lambda: int(out.total_num_scheduled_tokens))
-            if len(self.queue) < self.depth and (
-                total > 0 or run.call("has_requests()", self.has_requests)
-            ):
+            if len(self.queue) < self.depth and self.holds(total):
                 done = run.steps[-1]
                 run.steps[-1] = replace(done, after_postprocess=done.after_schedule)
                 return
@@ -206,6 +207,15 @@ class VllmDriver:
             before = run.read("update_from_output()", self.pool)
             run.steps.append(EngineStep(run.step, False, (), (), (), before, None, False))
         self.update(self.queue.pop())
+
+    def holds(self, total: int) -> bool:
+        """Whether the engine core, its queue not full, returns without an update: while
+        there is more to schedule (0.33); or, where it looks at the device (0.11 to 0.2x),
+        while the batch it holds ran tokens and is not done yet (the workload's `early`
+        steps are those the device finished first)."""
+        if self.looks_at_device:
+            return total > 0 and self.run.step not in self.workload.early
+        return total > 0 or self.run.call("has_requests()", self.has_requests)
 
     def compute(self, out: Any) -> Batch:
         """The runner takes the SchedulerOutput and computes the step; the step as seen goes

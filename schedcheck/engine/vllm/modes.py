@@ -11,7 +11,10 @@ list). Each fact is read where the release states it, not from its version numbe
 - the v2 protocol exists where the Scheduler reads `use_v2_model_runner`, and is the
   default for a dense model where `VllmConfig.use_v2_model_runner` turns it on unless a
   feature is unsupported (`_get_v2_model_runner_unsupported_features`; earlier releases
-  named the architectures it ran, or had no v2 runner).
+  named the architectures it ran, or had no v2 runner);
+- its engine core looks at the device where `EngineCore.step_with_batch_queue` asks
+  whether the oldest batch is `done()`: then a batch the device finished before the core
+  looked is updated at once (which the workloads draw: EngineWorkload.early).
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class Release:
     overlaps_by_default: bool
     protocols: tuple[str, ...]  # "v1", and "v2" where its scheduler speaks it
     protocol_by_default: str
+    # its engine core, with a batch queue of two, updates a batch at once where it finds it
+    # already done (`not batch_queue[-1][0].done()`, 0.11 to 0.2x); later ones hold it
+    # while there is more to schedule, however fast the device was
+    looks_at_device: bool = False
 
     def modes(self) -> list[Mode]:
         """Every mode it has, its default first."""
@@ -78,11 +85,14 @@ def release(root: Path) -> Release:
     v2_by_default = v2 and "_get_v2_model_runner_unsupported_features" in _text(
         package / "config" / "vllm.py"
     )
+    core = _text(package / "v1" / "engine" / "core.py")
+    step = core.partition("def step_with_batch_queue")[2].partition("\n    def ")[0]
     return Release(
         overlaps,
         overlaps_by_default,
         ("v1", "v2") if v2 else ("v1",),
         "v2" if v2_by_default else "v1",
+        ".done()" in step,
     )
 
 
