@@ -43,7 +43,8 @@ class Features:
     reserved: int = 0  # blocks the pool keeps out of play (vLLM's null block)
     resets: bool = False  # the prefix cache cleared between steps, requests running
     caps: bool = False  # a max_model_len below some requests' prompt and max_tokens
-    timing: bool = False  # steps the device finishes before the engine core looks
+    # steps the device finishes before the engine core looks; aborts landing during a step
+    timing: bool = False
 
 
 PLAIN = Features()

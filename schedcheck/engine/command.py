@@ -272,6 +272,8 @@ def unsupported(workload: EngineWorkload, features: Features, modes: tuple[str, 
         "prefix-cache resets": features.resets or not workload.resets,
         "a max_model_len that caps requests": features.caps or not workload.config.max_model_len,
         "steps the device finishes early": features.timing or not workload.early,
+        "aborts that land during a step": features.timing
+        or not any(r.abort_in_step for r in workload.requests),
     }
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok

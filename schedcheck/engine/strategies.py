@@ -169,7 +169,9 @@ def _extras(
     if features.aborts and draw(st.integers(0, 3)) == 3:  # one request in four
         abort = draw(st.integers(request.arrival, request.arrival + 6))
     priority = draw(st.integers(0, 2)) if features.priorities else 0
-    return replace(request, priority=priority, stop=tuple(stop), abort=abort)
+    # drawn last: an engine without timing draws as before
+    in_step = bool(abort) and features.timing and draw(st.booleans())
+    return replace(request, priority=priority, stop=tuple(stop), abort=abort, abort_in_step=in_step)
 
 
 def _between(trace: EngineTrace, previous: Pool, step: EngineStep) -> set[str]:

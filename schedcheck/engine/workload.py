@@ -49,6 +49,9 @@ class EngineRequest:
     priority: int = 0  # lower runs first under the priority policy
     stop: tuple[int, ...] = ()  # stop_token_ids: the request ends after sampling one
     abort: int = 0  # aborted at the start of this step, if not finished by then (0: never)
+    # the abort lands while that step runs: an engine core that takes aborts eagerly (vLLM's
+    # aborts_queue) applies it just before the step's update, and again after it
+    abort_in_step: bool = False
 
     def peak_blocks(self, block_size: int) -> int:
         """The most KV it holds: its last sampled token is never computed."""
@@ -158,6 +161,7 @@ class EngineWorkload:
                 int(r.get("priority", 0)),
                 tuple(map(int, r.get("stop", ()))),
                 int(r.get("abort", 0)),
+                bool(r.get("abort_in_step", False)),
             )
             for r in data["requests"]
         )

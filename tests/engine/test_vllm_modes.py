@@ -85,10 +85,11 @@ def test_a_release_without_async_scheduling_refuses_it(tmp_path: Path) -> None:
         vllm_setup(str(tmp_path), options(scheduling="on"))
 
 
-def test_an_engine_core_that_asks_whether_the_device_is_done_is_read_as_such(
+def test_what_the_engine_core_does_is_read_off_it(
     tmp_path: Path,
 ) -> None:
-    """0.11 to 0.2x: `... and not batch_queue[-1][0].done()`; 0.33 never asks."""
+    """Whether it asks the device (0.11 to 0.2x: `... and not batch_queue[-1][0].done()`;
+    0.33 never asks), and whether it takes aborts eagerly (`_process_aborts_queue`)."""
     tree(tmp_path, overlaps=True, by_default=True, v2=False, v2_default=False)
     core = tmp_path / "vllm" / "v1" / "engine"
     core.mkdir(parents=True)
@@ -101,10 +102,11 @@ def test_an_engine_core_that_asks_whether_the_device_is_done_is_read_as_such(
     assert release(tmp_path).looks_at_device and setup.config["looks_at_device"]
     assert "updated at once (drawn)" in VLLM.header(setup)[2]
     (core / "core.py").write_text(
-        "class EngineCore:\n    def step_with_batch_queue(self):\n        return\n"
+        "class EngineCore:\n    def step_with_batch_queue(self):\n"
+        "        self._process_aborts_queue()\n"
         "    def after(self):\n        future.done()\n"
     )
-    assert not release(tmp_path).looks_at_device
+    assert not release(tmp_path).looks_at_device and release(tmp_path).eager_aborts
 
 
 def test_a_mode_name_parses_back_and_a_wrong_one_is_refused() -> None:

@@ -21,7 +21,7 @@ from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build
 from schedcheck.engine.vllm.config import vllm_setup
-from schedcheck.engine.vllm.drive import RUNNER, TRAITS, run_vllm, warm
+from schedcheck.engine.vllm.drive import RUNNER, TRAITS, Core, run_vllm, warm
 from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.worker import LoadError
 from schedcheck.engine.workload import EngineWorkload
@@ -41,8 +41,11 @@ class _Built:
         self, workload: EngineWorkload, setup: EngineSetup, beat: Callable[[int, str], None] | None
     ) -> EngineTrace:
         """In the workload's mode, or where it names none the first of the setup's."""
-        looks = bool(setup.config.get("looks_at_device", False))
-        return run_vllm(self.build, workload, Mode.parse(setup.modes[0]), looks, beat)
+        core = Core(
+            bool(setup.config.get("looks_at_device", False)),
+            bool(setup.config.get("eager_aborts", False)),
+        )
+        return run_vllm(self.build, workload, Mode.parse(setup.modes[0]), core, beat)
 
 
 def cache_root() -> Path:

@@ -60,6 +60,7 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
             "async_default": has.overlaps_by_default,
             "protocol_default": has.protocol_by_default,
             "looks_at_device": has.looks_at_device,
+            "eager_aborts": has.eager_aborts,
         },
     )
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from schedcheck.engine.run import Run, Stop
@@ -59,20 +60,30 @@ TRAITS = Traits(RUNNER, hashes_name_prefixes=True, update_call="update_from_outp
 cache's index must agree with the blocks (E2, E3)."""
 
 
+class Core(NamedTuple):
+    """What the release's engine core does that its scheduler does not say (modes.Release)."""
+
+    looks_at_device: bool = False  # updates a batch at once where the device finished it
+    eager_aborts: bool = False  # takes an abort landing during a step before its update
+
+
+PLAIN_CORE = Core()
+
+
 def run_vllm(
     build: Build,
     workload: EngineWorkload,
     mode: Mode,
-    looks_at_device: bool = False,
+    core: Core = PLAIN_CORE,
     beat: Callable[[int, str], None] | None = None,
 ) -> EngineTrace:
     """Drive `workload` through a fresh vLLM Scheduler in `mode` (the workload's own where
-    it names one); `looks_at_device`: the release's engine core updates a batch at once
-    where the device has finished it (modes.Release); `beat(step, call)` before each call."""
+    it names one), as the release's engine core does (`core`); `beat(step, call)` before
+    each call."""
     if workload.config.mode:
         mode = Mode.parse(workload.config.mode)
     run = Run(workload, TRAITS, beat)
-    return run.play(VllmDriver(build, run, mode, looks_at_device))
+    return run.play(VllmDriver(build, run, mode, core))
 
 
 # Runs through the scheduler's paths before the box, since vLLM imports some modules only
@@ -129,9 +140,11 @@ class VllmDriver:
     # an empty step that changed nothing, with nothing left to arrive, is stuck for good
     stuck_is_e5 = True
 
-    def __init__(self, build: Build, run: Run, mode: Mode, looks_at_device: bool) -> None:
+    def __init__(self, build: Build, run: Run, mode: Mode, core: Core) -> None:
         self.build, self.run, self.workload, self.mode = build, run, run.workload, mode
-        self.looks_at_device = looks_at_device
+        self.core = core
+        self.landing: list[str] = []  # aborts landing during this step (the aborts_queue)
+        self.again: list[str] = []  # the same aborts, from the input queue, after it
         self.requests: dict[str, Any] = {}  # name -> vLLM's Request, finished ones kept
         self.runner = PROTOCOLS[mode.protocol](mode.overlapped)
         self.depth = 2 if mode.overlapped else 1  # the engine core's batch queue
@@ -172,9 +185,21 @@ class VllmDriver:
         call("add_request()", lambda: self.scheduler.add_request(made))
 
     def abort(self, request: EngineRequest) -> None:
-        """finish_requests with FINISHED_ABORTED, one id per call, as the engine core does."""
-        status, name = self.build.aborted(), request.name
-        self.run.call("finish_requests()", lambda: self.scheduler.finish_requests(name, status))
+        """finish_requests with FINISHED_ABORTED, one id per call, as the engine core does
+        between steps; one that lands during the step, where the core takes aborts eagerly,
+        just before the step's update (and again from its input queue after it: vLLM puts
+        an abort on both queues, finish_requests being idempotent)."""
+        if request.abort_in_step and self.core.eager_aborts:
+            self.landing.append(request.name)
+            return
+        self.finish([request.name])
+
+    def finish(self, names: list[str]) -> None:
+        for name in names:
+            self.run.call("finish_requests()", partial(self.finished, name))
+
+    def finished(self, name: str) -> None:
+        self.scheduler.finish_requests(name, self.build.aborted())
 
     def reset(self) -> None:
         """reset_prefix_cache(reset_running_requests=True), as the engine core calls it
@@ -193,6 +218,8 @@ class VllmDriver:
         then update from the oldest batch, unless the queue has room for another and the
         core holds it (`holds`; vLLM's `step_with_batch_queue`; depth one: `step`)."""
         run = self.run
+        self.finish(self.again)
+        self.again = []
         scheduled = False
         if self.depth == 1 or run.call("has_requests()", self.has_requests):
             out = run.call("schedule()", self.scheduler.schedule)
@@ -213,7 +240,7 @@ class VllmDriver:
         there is more to schedule (0.33); or, where it looks at the device (0.11 to 0.2x),
         while the batch it holds ran tokens and is not done yet (the workload's `early`
         steps are those the device finished first)."""
-        if self.looks_at_device:
+        if self.core.looks_at_device:
             return total > 0 and self.run.step not in self.workload.early
         return total > 0 or self.run.call("has_requests()", self.has_requests)
 
@@ -243,6 +270,12 @@ class VllmDriver:
 
     def update(self, batch: Batch) -> None:
         run = self.run
+        if self.landing:  # _process_aborts_queue, before update_from_output
+            landing, self.landing = self.landing, []
+            finish = self.scheduler.finish_requests
+            status = self.build.aborted()
+            run.call("finish_requests()", lambda: finish(landing, status))
+            self.again = landing
         output = run.read(
             "update_from_output()", lambda: self.build.runner_output(batch.order, batch.sampled)
         )

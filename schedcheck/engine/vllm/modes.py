@@ -58,6 +58,9 @@ class Release:
     # already done (`not batch_queue[-1][0].done()`, 0.11 to 0.2x); later ones hold it
     # while there is more to schedule, however fast the device was
     looks_at_device: bool = False
+    # its engine core takes an abort that lands during a step just before the step's
+    # update (`aborts_queue`, `_process_aborts_queue`), as well as between steps
+    eager_aborts: bool = False
 
     def modes(self) -> list[Mode]:
         """Every mode it has, its default first."""
@@ -93,6 +96,7 @@ def release(root: Path) -> Release:
         ("v1", "v2") if v2 else ("v1",),
         "v2" if v2_by_default else "v1",
         ".done()" in step,
+        "_process_aborts_queue" in core,
     )
 
 
