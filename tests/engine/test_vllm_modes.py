@@ -53,6 +53,16 @@ def test_a_release_of_today_runs_async_with_the_v2_protocol_by_default(tmp_path:
     assert VLLM.header(setup)[:2] == ["async: on (release default)", "runner: v2 (release default)"]
 
 
+def test_a_default_of_none_given_as_a_field_is_read_too(tmp_path: Path) -> None:
+    """0.14.0 writes it `async_scheduling: bool = Field(default=None)`."""
+    tree(tmp_path, overlaps=True, by_default=False, v2=False, v2_default=False)
+    config = tmp_path / "vllm" / "config" / "scheduler.py"
+    config.write_text("class SchedulerConfig:\n    async_scheduling: bool = Field(default=None)\n")
+    assert release(tmp_path).overlaps_by_default
+    config.write_text("class SchedulerConfig:\n    async_scheduling: bool = Field(default=False)\n")
+    assert not release(tmp_path).overlaps_by_default
+
+
 def test_an_older_release_runs_sync_with_the_v1_protocol(tmp_path: Path) -> None:
     """0.11 to 0.13: AsyncScheduler there but off by default, no v2 runner protocol."""
     has = release(tree(tmp_path, overlaps=True, by_default=False, v2=False, v2_default=False))

@@ -154,7 +154,11 @@ class Build:
         v, c = self.v, workload.config
         if mode.overlapped and v.AsyncScheduler is None:
             raise RuntimeError(f"vLLM {self.version} has no AsyncScheduler (mode {mode.name})")
-        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "1" if mode.protocol == "v2" else "0"
+        # The config is built for the v1 runner: a CPU has no Triton, and a release's config
+        # may refuse the v2 runner there (0.32: "Model Runner V2 requires Triton"). The
+        # protocol is the Scheduler's own switch, set once it is built: its __init__ reads
+        # it into use_v2_model_runner and nothing else of the scheduling path reads it.
+        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
         model_config = copy.copy(self.model_config)
         object.__setattr__(model_config, "max_model_len", workload.max_model_len())
         scheduler_config = v.SchedulerConfig(
@@ -193,12 +197,10 @@ class Build:
             log_stats=False,
             **({"block_size": c.block_size} if v.takes_block_size else {}),
         )
-        speaks = getattr(scheduler, "use_v2_model_runner", False)
-        if bool(speaks) != (mode.protocol == "v2"):
-            raise RuntimeError(
-                f"vLLM {self.version}'s Scheduler speaks the "
-                f"{'v2' if speaks else 'v1'} runner protocol, not {mode.protocol}"
-            )
+        if mode.protocol == "v2":
+            if not hasattr(scheduler, "use_v2_model_runner"):
+                raise RuntimeError(f"vLLM {self.version}'s Scheduler has no v2 runner protocol")
+            scheduler.use_v2_model_runner = True
         scheduler.schedcheck_hasher = v.kv_cache_utils.get_request_block_hasher(
             c.block_size, hashes
         )

@@ -73,7 +73,11 @@ class Release:
         return [default, *(m for m in every if m != default)]
 
 
-_ASYNC_DEFAULT = re.compile(r"^\s*async_scheduling:\s*bool\s*\|\s*None\s*=\s*None\b", re.M)
+# `async_scheduling: bool | None = None` (0.33), `async_scheduling: bool = Field(default=None)`
+# (0.14): a default of None, which VllmConfig resolves
+_ASYNC_DEFAULT = re.compile(
+    r"^\s*async_scheduling:[^=\n]*=\s*(?:Field\(\s*default\s*=\s*)?None\b", re.M
+)
 
 
 def release(root: Path) -> Release:
