@@ -6,6 +6,7 @@ checks and what nano-vllm's runner asks of a pickled copy."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -58,7 +59,7 @@ def test_the_config_is_read_off_config_py_fields_defaults_and_fields_without_one
 def test_a_forks_own_config_field_is_read_and_can_be_set(tmp_path: Path) -> None:
     body = (
         "\n\n_init = Scheduler.__init__\n\n\ndef _own(self, config):\n"
-        "    assert config.enable_chunked_prefill in (False, 'on')\n"
+        "    assert config.enable_chunked_prefill in (False, True)\n"
         "    assert config.chunk_size == 4\n    _init(self, config)\n\n\n"
         "Scheduler.__init__ = _own\n"
     )
@@ -68,10 +69,69 @@ def test_a_forks_own_config_field_is_read_and_can_be_set(tmp_path: Path) -> None
         "    chunk_size: int = 4\n"
     )
     assert verify_engine(LocalEngine(NANO, read_setup(str(root))), ONE).ok
-    on = read_setup(str(root), config=["enable_chunked_prefill='on'"])
+    on = read_setup(str(root), config=["enable_chunked_prefill=true"])
+    assert on.config["enable_chunked_prefill"] is True
     assert verify_engine(LocalEngine(NANO, on), ONE).ok
     with pytest.raises(SetupError, match="draws max_num_seqs"):
         read_setup(str(root), config=["max_num_seqs=3"])
+
+
+CONFIG = (
+    "from dataclasses import dataclass\n\n@dataclass\nclass Config:\n    model: str\n"
+    "    enable_mixed_batching: bool = True\n    chunk: int = 4\n    ratio: float = 0.5\n"
+    "    name: str = 'x'\n    limit: int | None = None\n    flag: bool = field(default=False)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("given", "value"),
+    [
+        ("enable_mixed_batching=false", False),
+        ("enable_mixed_batching=FALSE", False),
+        ("enable_mixed_batching=0", False),
+        ("enable_mixed_batching=True", True),
+        ("enable_mixed_batching=1", True),
+        ("chunk=16", 16),
+        ("ratio=2", 2.0),
+        ("name=false", "false"),  # a str field keeps the text
+        ("name='y'", "y"),
+        ("limit=8", 8),  # None by default: the annotation's int
+        ("flag=true", True),
+    ],
+)
+def test_config_values_take_the_type_of_the_field(
+    tmp_path: Path, given: str, value: object
+) -> None:
+    """Issue 39: `--config enable_mixed_batching=false` was the string "false", which a fork
+    reads as true. Each value now takes its field's type."""
+    root = fork(tmp_path)
+    (root / "nanovllm" / "config.py").write_text(CONFIG)
+    setup = read_setup(str(root), config=[given])
+    key = given.partition("=")[0]
+    assert setup.config[key] == value and type(setup.config[key]) is type(value)
+    assert f"set by --config: {key}={value!r}" in setup.config_from
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (
+            "enable_mixed_batching=yes",
+            "enable_mixed_batching is a bool field: expected true, false, 1 or 0",
+        ),
+        ("chunk=2.5", "chunk is an int field: expected an int"),
+        ("ratio=half", "ratio is a float field: expected a float"),
+    ],
+)
+def test_a_config_value_that_does_not_fit_its_field_is_a_usage_error(
+    tmp_path: Path, given: str, said: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    root = fork(tmp_path)
+    (root / "nanovllm" / "config.py").write_text(CONFIG)
+    with pytest.raises(SetupError, match=re.escape(said)):
+        read_setup(str(root), config=[given])
+    assert main(["engine", str(root), "--config", given]) == faults.USAGE
+    assert f"--config {given}: {said}" in capfd.readouterr().err
 
 
 def test_a_config_field_without_a_value_is_a_usage_error_naming_it(

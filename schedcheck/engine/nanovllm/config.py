@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 import tempfile
 import zipfile
 from pathlib import Path
@@ -108,22 +109,30 @@ def missing_modules(root: Path, package: str) -> list[str]:
 def read_config(source: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The fields of `class Config` in config.py's text: those with a literal default, and
     those without one (no default, or one only running code would give)."""
+    values, unset, _ = read_fields(source)
+    return values, unset
+
+
+def read_fields(source: str | None) -> tuple[dict[str, Any], tuple[str, ...], dict[str, str]]:
+    """read_config's, and each annotated field's annotation as written (`bool`, `int`)."""
     values: dict[str, Any] = {}
     unset: list[str] = []
+    annotations: dict[str, str] = {}
     if source is None:
-        return values, ()
+        return values, (), annotations
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return values, ()
+        return values, (), annotations
     config = next(
         (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "Config"), None
     )
     if config is None:
-        return values, ()
+        return values, (), annotations
     for node in config.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             name, default = node.target.id, node.value
+            annotations[name] = ast.unparse(node.annotation)
         elif (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -137,7 +146,7 @@ def read_config(source: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:
             values[name] = value
         else:
             unset.append(name)
-    return values, tuple(unset)
+    return values, tuple(unset), annotations
 
 
 def _literal(node: ast.expr | None) -> tuple[bool, Any]:
@@ -166,8 +175,14 @@ def _literal(node: ast.expr | None) -> tuple[bool, Any]:
         return False, None
 
 
-def parse_option(text: str) -> tuple[str, Any]:
-    """`--config KEY=VALUE`: VALUE a Python literal (2, True, 'x', None), else a string."""
+def parse_option(
+    text: str, defaults: dict[str, Any] | None = None, annotations: dict[str, str] | None = None
+) -> tuple[str, Any]:
+    """`--config KEY=VALUE`, VALUE converted to the field's type: the type of its default in
+    the engine's Config, or where it has none the type its annotation names (bool: true,
+    false, 1 or 0 in any case; int; float; str). A value that does not convert is a usage
+    error naming the field, its type and the value. A field of no known type takes a
+    Python literal (2, [1], None), else the text as a string."""
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key.isidentifier():
@@ -177,8 +192,42 @@ def parse_option(text: str) -> tuple[str, Any]:
             f"--config {key}: schedcheck draws {key} for every workload itself "
             f"(the fields it sets: {', '.join(DRAWN)})"
         )
+    kind = field_type((defaults or {}).get(key), (annotations or {}).get(key, ""))
+    if kind is not None:
+        return key, convert(key, kind, raw.strip())
     ok, value = _literal(_expression(raw))
     return key, value if ok else raw
+
+
+# bool first: a bool is an int too
+TYPES: tuple[type, ...] = (bool, int, float, str)
+
+
+def field_type(default: Any, annotation: str) -> type | None:
+    for kind in TYPES:
+        if isinstance(default, kind):
+            return kind
+    if default is None:  # `x: int | None = None`, `x: bool`: the annotation's type
+        named = re.findall(r"[A-Za-z_]\w*", annotation)
+        return next((k for k in TYPES if k.__name__ in named), None)
+    return None
+
+
+def convert(key: str, kind: type, raw: str) -> Any:
+    """`raw` as a `kind`; SetupError naming the field, its type and the value."""
+    if kind is bool and raw.lower() in ("true", "1", "false", "0"):
+        return raw.lower() in ("true", "1")
+    if kind is str:
+        ok, value = _literal(_expression(raw))
+        return value if ok and isinstance(value, str) else raw
+    if kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    named = {bool: "a bool", int: "an int", float: "a float"}.get(kind, f"a {kind.__name__}")
+    said = "true, false, 1 or 0" if kind is bool else named
+    raise SetupError(f"--config {key}={raw}: {key} is {named} field: expected {said}")
 
 
 def _expression(raw: str) -> ast.expr | None:
@@ -287,7 +336,10 @@ def read_setup(
             'simulated runner does not know to do (docs/engines.md, "Checking a fork")'
         )
     source = root / name / "config.py"
-    values, unset = read_config(source.read_text(errors="replace") if source.is_file() else None)
+    values, unset, annotations = read_fields(
+        source.read_text(errors="replace") if source.is_file() else None
+    )
+    defaults = dict(values)
     config_from = (
         f"{name}/config.py: {len(values) + len(unset)} fields read"
         if source.is_file()
@@ -296,11 +348,15 @@ def read_setup(
     options: list[str] = []
     if package is not None:
         options += ["--package", package]
+    given: list[str] = []
     for text in config or []:
-        key, value = parse_option(text)
+        key, value = parse_option(text, defaults, annotations)
         values[key] = value
         unset = tuple(u for u in unset if u != key)
         options += ["--config", text]
+        given.append(f"{key}={value!r}")
+    if given:
+        config_from += f"; set by --config: {', '.join(given)}"
     if runner is None:
         runner, runner_from = detect_runner(root, name)
     elif runner not in RUNNERS:
