@@ -82,6 +82,14 @@ def report(violation: Violation, trace: EngineTrace) -> str:
             if w.resets
             else []
         ),
+        *(
+            [
+                "  the device done before the engine core looked, at step "
+                + ", ".join(map(str, w.early))
+            ]
+            if w.early
+            else []
+        ),
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
         "",
@@ -121,5 +129,6 @@ def _request(r: EngineRequest) -> str:
     if r.stop:
         words.append(f"stop {list(r.stop)}")
     if r.abort:
-        words.append(f"aborted at step {r.abort}")
+        when = "during" if r.abort_in_step else "at"
+        words.append(f"aborted {when} step {r.abort}")
     return " ".join(words) + f" (step {r.arrival})"

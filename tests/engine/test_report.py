@@ -32,8 +32,13 @@ def test_the_report_shows_the_policy_and_each_requests_drawn_fields() -> None:
 def test_the_report_shows_the_mode_the_length_cap_the_resets_and_steps_that_only_update() -> None:
     trace = EngineTrace.from_dict(json.loads((TRACE.parent / "async_trace.json").read_text()))
     config = replace(trace.workload.config, max_model_len=9)
-    trace = replace(trace, workload=replace(trace.workload, config=config, resets=(4,)))
+    first, *rest = trace.workload.requests
+    requests = (replace(first, abort=3, abort_in_step=True), *rest)
+    drawn = replace(trace.workload, config=config, requests=requests, resets=(4,), early=(2, 5))
+    trace = replace(trace, workload=drawn)
     text = report(Violation("E7", 8, "end of run", "a wrong output", ()), trace)
+    assert "aborted during step 3 (step 1)" in text
+    assert "the device done before the engine core looked, at step 2, 5" in text
     assert "policy=fcfs mode=async-v1 max_model_len=9" in text
     assert "prefix cache cleared, running requests preempted, at the start of step 4" in text
     assert "| 8 | update only | - | [] |" in text
