@@ -229,6 +229,9 @@ class VllmDriver:
             if len(self.queue) < self.depth and self.holds(total):
                 done = run.steps[-1]
                 run.steps[-1] = replace(done, after_postprocess=done.after_schedule)
+                # no update this step: an abort that landed is taken from the input queue,
+                # before the next step
+                self.again, self.landing = self.landing, []
                 return
         if not scheduled:  # the queue drains: a step that only updates
             before = run.read("update_from_output()", self.pool)
