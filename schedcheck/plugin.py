@@ -49,6 +49,7 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from hypothesis.errors import InvalidArgument
 
 from schedcheck import layout
 from schedcheck.drive.impl import Implementation, open_impl
@@ -229,10 +230,27 @@ def _choose_profile(config: pytest.Config) -> None:
             )
         # Hypothesis's pytest_configure reads the option after ours (tryfirst) and loads it.
         config.option.hypothesis_profile = new
-    elif not named:
+        named = new
+    if named:
+        _registered(named)
+    else:
         current = settings.get_current_profile_name()
         if current in ("default", "ci"):
             settings.load_profile(profiles.CI if current == "ci" else profiles.DEV)
+
+
+def _registered(name: str) -> None:
+    """A profile nobody registered is the user's mistake, said here (pytest's usage error,
+    exit 4), not a traceback from Hypothesis's plugin loading it (an internal error). By
+    now a course's conftest.py, loaded before any pytest_configure, has registered its own."""
+    try:
+        settings.get_profile(name)
+    except InvalidArgument:
+        ours = ", ".join(profiles.OLD_NAMES.values())
+        raise pytest.UsageError(
+            f"--hypothesis-profile {name}: no Hypothesis profile of that name is registered "
+            f"(schedcheck's: {ours}; or one your conftest.py registers)"
+        ) from None
 
 
 def _deprecated(config: pytest.Config, message: str) -> None:

@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from schedcheck import faults
 from schedcheck.cli.console import Console
 from schedcheck.cli.modes import draw_saved, exhaustive, replay
@@ -95,6 +97,13 @@ def stages(args: argparse.Namespace, path: Path, console: Console) -> int:
     log_path = Path(name)
     with open(handle, "w") as log, tempfile.TemporaryDirectory(prefix="schedcheck-") as scratch:
         done = run_stages(settings, Path(scratch), log, console)
+    # The one usage error the user's options can give the suite's session: a profile no one
+    # registered (the plugin says so). Any other is in the options we gave it: ours (exit 3).
+    said = [x for x in log_path.read_text(errors="replace").splitlines() if x.startswith("ERROR: ")]
+    asked = [x.removeprefix("ERROR: ") for x in said if x.startswith("ERROR: --hypothesis-profile")]
+    if done[0].code == pytest.ExitCode.USAGE_ERROR and asked:
+        print(f"schedcheck check: {asked[0]} (--profile {args.profile})", file=sys.stderr)
+        return faults.USAGE
     for result in done:
         why = "an earlier stage failed" if result.word == "skipped" else result.summary()
         console.stage(result.stage.name, result.word, why)

@@ -26,6 +26,18 @@ def test_usage_errors_exit_2(argv: list[str]) -> None:
     assert main(argv) == 2
 
 
+def test_a_profile_no_one_registered_is_a_usage_error_not_ours(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """It was exit 3 (schedcheck's own fault) with a pytest log to read: the user named a
+    profile that does not exist, which is theirs to fix (exit 2, the profiles named)."""
+    assert main(["check", REFERENCE_FILE, "--profile", "nosuch"]) == 2
+    err = capfd.readouterr().err
+    assert "--hypothesis-profile nosuch: no Hypothesis profile of that name is registered" in err
+    assert "schedcheck-grade" in err and "(--profile nosuch)" in err
+    assert "schedcheck itself failed" not in err
+
+
 def test_missing_default_submission_exits_2_and_says_where(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
