@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
 from schedcheck.engine.runner import Runner
-from schedcheck.engine.trace import UNKNOWN, Copy, EngineTrace, Pool, Scheduled
+from schedcheck.engine.trace import UNKNOWN, Copy, EngineTrace, Pool, Progress, Scheduled
 from schedcheck.engine.workload import EngineRequest
 from schedcheck.invariants.violation import Violation
 
@@ -293,39 +293,47 @@ def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) 
 def check_e11(trace: EngineTrace) -> Iterator[Violation]:
     """vLLM's accounting of tokens in flight (async scheduling: `num_output_placeholders`,
     raised in AsyncScheduler._update_after_schedule for each step that samples, lowered in
-    _update_request_with_output as each token lands, zeroed in _preempt_request): never
-    negative; none counted for a request that is not running; and for a running request
-    with tokens in flight, num_computed_tokens = the tokens it knows + those in flight - 1
-    (its last token is sampled, not computed). Read after each schedule() and update."""
+    _update_request_with_output as each token lands): never negative; never more than the
+    tokens the request has in flight (sampled in steps not yet updated, whose output vLLM
+    does not drop), running or not (a preempted request's token may still land: 0.2x count
+    it until it does, 0.33 zero it at once and count it as stale); and for a running
+    request with tokens in flight, num_computed_tokens = the tokens it knows + those in
+    flight - 1 (its last token is sampled, not computed). Read after each schedule() and
+    update."""
     for step in trace.steps:
         for pool, call in ((step.after_schedule, "schedule()"), (step.after_postprocess, None)):
             if pool is None:
                 continue
-            for name, computed, flight in pool.progress:
-                problem = _flight_problem(pool.status.get(name), computed, flight, pool, name)
+            for progress in pool.progress:
+                problem = _flight_problem(pool, progress)
                 if problem is not None:
                     yield Violation(
                         "E11",
                         step.step,
                         call or trace.traits.update_call,
-                        f"{name}: {problem}",
-                        (name,),
+                        f"{progress.name}: {problem}",
+                        (progress.name,),
                     )
                     return  # the first wrong count tells the story
 
 
-def _flight_problem(
-    status: str | None, computed: int, flight: int, pool: Pool, name: str
-) -> str | None:
-    known = len(pool.tokens.get(name, ()))
-    if flight < 0:
-        return f"num_output_placeholders is {flight}"
-    if status != "RUNNING" and flight:
-        return f"{flight} token(s) counted in flight, but it is {status} (not running)"
-    if status == "RUNNING" and flight and computed != known + flight - 1:
+def _flight_problem(pool: Pool, p: Progress) -> str | None:
+    known = len(pool.tokens.get(p.name, ()))
+    if p.placeholders < 0:
+        return f"num_output_placeholders is {p.placeholders}"
+    if p.placeholders > p.in_flight:
         return (
-            f"num_computed_tokens is {computed}, but it knows {known} tokens and has "
-            f"{flight} in flight: {known + flight - 1} are computed"
+            f"num_output_placeholders is {p.placeholders}, but it has {p.in_flight} token(s) "
+            f"in flight ({pool.status.get(p.name, 'unknown').lower()})"
+        )
+    if (
+        pool.status.get(p.name) == "RUNNING"
+        and p.placeholders
+        and (p.computed != known + p.placeholders - 1)
+    ):
+        return (
+            f"num_computed_tokens is {p.computed}, but it knows {known} tokens and has "
+            f"{p.placeholders} in flight: {known + p.placeholders - 1} are computed"
         )
     return None
 
@@ -368,7 +376,7 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
         if previous is not None and step.schedules:
             names = {s.name for s in step.scheduled}
             total = sum(s.num_scheduled for s in step.scheduled)
-            flight = {n: f for n, _, f in now.progress}
+            flight = {p.name: p.placeholders for p in now.progress}
             left = [
                 n
                 for n in previous.running
@@ -504,8 +512,8 @@ ENTRIES: tuple[EngineCheck, ...] = (
     ),
     EngineCheck(
         id="E11",
-        title="tokens in flight are counted right (async scheduling): never negative, none "
-        "for a request not running, num_computed_tokens = known + in flight - 1",
+        title="tokens in flight are counted right (async scheduling): never negative, never "
+        "more than are in flight, num_computed_tokens = known + in flight - 1",
         symptom="a request scheduled past its tokens, or one step short of them; an assert in "
         "the engine core kills the server",
         likely_bugs=(

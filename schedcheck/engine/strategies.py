@@ -186,7 +186,7 @@ def _between(trace: EngineTrace, previous: Pool, step: EngineStep) -> set[str]:
         now.status.get(n) == "RUNNING" and n not in scheduled for n in running
     ):
         seen.add(SKIPPED)
-    in_flight = {n for n, _, placeholders in previous.progress if placeholders > 0}
+    in_flight = {p.name for p in previous.progress if p.placeholders > 0}
     if any(now.status.get(n) == "WAITING" for n in in_flight & set(running)):
         seen.add(IN_FLIGHT_PREEMPTION)
     aborted = {r.name for r in trace.workload.requests if r.abort == step.step}

@@ -49,6 +49,15 @@ class Block(NamedTuple):
     token_ids: tuple[int, ...]
 
 
+class Progress(NamedTuple):
+    """An unfinished request's progress where steps overlap (vLLM's async scheduling)."""
+
+    name: str
+    computed: int  # num_computed_tokens
+    placeholders: int  # num_output_placeholders: the tokens the scheduler counts in flight
+    in_flight: int  # the tokens it has in flight: sampled in steps not yet updated (not dropped)
+
+
 class Pool(NamedTuple):
     """The block manager and every added sequence's block table, at one moment."""
 
@@ -66,9 +75,8 @@ class Pool(NamedTuple):
     cache_index: tuple[tuple[int, int], ...] = ()
     running: tuple[str, ...] = ()
     waiting: tuple[str, ...] = ()
-    # vLLM's progress of each unfinished request, where steps overlap (async scheduling):
-    # (name, num_computed_tokens, num_output_placeholders: its tokens in flight)
-    progress: tuple[tuple[str, int, int], ...] = ()
+    # vLLM's progress of each unfinished request, where steps overlap (async scheduling)
+    progress: tuple[Progress, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,7 +181,7 @@ class EngineTrace:
                 tuple((int(h), int(b)) for h, b in p.get("cache_index", ())),
                 tuple(map(str, p.get("running", ()))),
                 tuple(map(str, p.get("waiting", ()))),
-                tuple((str(n), int(c), int(k)) for n, c, k in p.get("progress", ())),
+                tuple(_progress(e) for e in p.get("progress", ())),
             )
 
         steps = []
@@ -206,6 +214,14 @@ class EngineTrace:
             {k: tup(v) or () for k, v in data["outputs"].items()},
             None if failure is None else EngineFailure(**failure),
         )
+
+
+def _progress(e: list[Any]) -> Progress:
+    """A saved entry; one saved before `in_flight` was kept had as many as it counted."""
+    name, computed, placeholders, *rest = e
+    return Progress(
+        str(name), int(computed), int(placeholders), int(rest[0] if rest else placeholders)
+    )
 
 
 def _int(x: Any) -> int | None:

@@ -35,6 +35,7 @@ from schedcheck.engine.trace import (
     EngineStep,
     EngineTrace,
     Pool,
+    Progress,
     Scheduled,
 )
 from schedcheck.engine.traits import Traits
@@ -253,7 +254,6 @@ class VllmDriver:
         run, read = self.run, self.run.read
         order = self.model_runner(lambda: self.runner.receive(out))
         views = read("schedule()", lambda: tuple(self.view(n, out) for n in order))
-        before = read("schedule()", self.pool)
         seen = {v.name: v.token_ids for v in views}
 
         def sample(name: str, copy: Copy) -> int:
@@ -264,12 +264,16 @@ class VllmDriver:
             return self.workload.next_token((*seen[name][:start], *inputs))
 
         done = self.model_runner(lambda: self.runner.execute(order, out, sample))
+        kept = {n: t for n, t, k in zip(order, done.sampled, done.kept, strict=True) if k}
+        batch = Batch(out, order, kept, set())
+        # the scheduler's state after schedule() (the runner touched none of it), this
+        # batch's tokens in flight with the others'
+        before = read("schedule()", lambda: self.pool(batch))
         is_prefill = any(v.num_cached + v.num_scheduled < len(v.token_ids) for v in views)
         run.steps.append(
             EngineStep(run.step, is_prefill, views, done.copies, done.sampled, before, None)
         )
-        kept = {n: t for n, t, k in zip(order, done.sampled, done.kept, strict=True) if k}
-        return Batch(out, order, kept, set())
+        return batch
 
     def update(self, batch: Batch) -> None:
         run = self.run
@@ -315,7 +319,13 @@ class VllmDriver:
             tuple(int(b) for b in table),
         )
 
-    def pool(self) -> Pool:
+    def in_flight(self, name: str, extra: Batch | None = None) -> int:
+        """The tokens `name` has in flight: sampled in batches not yet updated, which vLLM
+        does not drop."""
+        batches = [*self.queue, *([extra] if extra is not None else [])]
+        return sum(1 for b in batches if name in b.sampled and name not in b.dropped)
+
+    def pool(self, extra: Batch | None = None) -> Pool:
         manager = self.scheduler.kv_cache_manager
         pool = manager.block_pool
         blocks = tuple(Block(int(b.ref_cnt), *self.hashes.read(b.block_hash)) for b in pool.blocks)
@@ -348,7 +358,12 @@ class VllmDriver:
             tuple(str(r.request_id) for r in self.scheduler.running),
             tuple(str(r.request_id) for r in self._waiting()),
             tuple(
-                (n, int(r.num_computed_tokens), int(getattr(r, "num_output_placeholders", 0)))
+                Progress(
+                    n,
+                    int(r.num_computed_tokens),
+                    int(getattr(r, "num_output_placeholders", 0)),
+                    self.in_flight(n, extra),
+                )
                 for n, r in self.requests.items()
                 if not r.is_finished()
             ),
