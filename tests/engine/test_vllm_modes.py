@@ -53,6 +53,19 @@ def test_a_release_of_today_runs_async_with_the_v2_protocol_by_default(tmp_path:
     assert VLLM.header(setup)[:2] == ["async: on (release default)", "runner: v2 (release default)"]
 
 
+def test_a_release_that_names_its_v2_architectures_runs_llama_on_v1(tmp_path: Path) -> None:
+    """0.2x run the v2 runner by default for the architectures they name only (0.22.1:
+    Qwen3): the harness's llama is on v1 there."""
+    tree(tmp_path, overlaps=True, by_default=True, v2=True, v2_default=True)
+    config = tmp_path / "vllm" / "config" / "vllm.py"
+    base = config.read_text()
+    listed = 'DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = frozenset({{"{}"}})\n'
+    config.write_text(base + listed.format("Qwen3ForCausalLM"))
+    assert release(tmp_path).protocol_by_default == "v1"
+    config.write_text(base + listed.format("LlamaForCausalLM"))
+    assert release(tmp_path).protocol_by_default == "v2"
+
+
 def test_a_default_of_none_given_as_a_field_is_read_too(tmp_path: Path) -> None:
     """0.14.0 writes it `async_scheduling: bool = Field(default=None)`."""
     tree(tmp_path, overlaps=True, by_default=False, v2=False, v2_default=False)

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from schedcheck.engine.vllm.modes import Mode
+from schedcheck.engine.vllm.modes import ARCHITECTURE, Mode
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
 # A model vLLM can read a config of without weights: one tiny llama layer. Only the KV
 # cache's shape would depend on it, and the KV cache is simulated.
 MODEL = {
-    "architectures": ["LlamaForCausalLM"],
+    "architectures": [ARCHITECTURE],
     "model_type": "llama",
     "hidden_size": 64,
     "intermediate_size": 128,

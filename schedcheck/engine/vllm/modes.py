@@ -9,9 +9,10 @@ list). Each fact is read where the release states it, not from its version numbe
   default where `SchedulerConfig.async_scheduling` defaults to None (0.14 on: VllmConfig
   resolves None to on for a generation model on a GPU; before, it defaulted to False);
 - the v2 protocol exists where the Scheduler reads `use_v2_model_runner`, and is the
-  default for a dense model where `VllmConfig.use_v2_model_runner` turns it on unless a
-  feature is unsupported (`_get_v2_model_runner_unsupported_features`; earlier releases
-  named the architectures it ran, or had no v2 runner);
+  default for the harness's model (a dense llama) where `VllmConfig.use_v2_model_runner`
+  turns it on unless a feature is unsupported (`_get_v2_model_runner_unsupported_features`)
+  and, where the release names the architectures it runs by default
+  (`DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`, 0.2x), names llama's;
 - its engine core looks at the device where `EngineCore.step_with_batch_queue` asks
   whether the oldest batch is `done()`: then a batch the device finished before the core
   looked is updated at once (which the workloads draw: EngineWorkload.early).
@@ -23,7 +24,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Mode", "Release", "release"]
+__all__ = ["ARCHITECTURE", "Mode", "Release", "release"]
+
+ARCHITECTURE = "LlamaForCausalLM"  # the model the harness configures (build.py's MODEL)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class Release:
 
 # `async_scheduling: bool | None = None` (0.33), `async_scheduling: bool = Field(default=None)`
 # (0.14): a default of None, which VllmConfig resolves
+# 0.2x name the architectures the v2 runner is the default for (0.22.1: Qwen3 only)
+_ALLOWLIST = re.compile(r"DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES\s*=\s*frozenset\(\s*\{([^}]*)\}")
 _ASYNC_DEFAULT = re.compile(
     r"^\s*async_scheduling:[^=\n]*=\s*(?:Field\(\s*default\s*=\s*)?None\b", re.M
 )
@@ -89,9 +94,11 @@ def release(root: Path) -> Release:
         _ASYNC_DEFAULT.search(_text(package / "config" / "scheduler.py"))
     )
     v2 = "use_v2_model_runner" in _text(package / "v1" / "core" / "sched" / "scheduler.py")
-    v2_by_default = v2 and "_get_v2_model_runner_unsupported_features" in _text(
-        package / "config" / "vllm.py"
-    )
+    config = _text(package / "config" / "vllm.py")
+    v2_by_default = v2 and "_get_v2_model_runner_unsupported_features" in config
+    listed = _ALLOWLIST.search(config)
+    if v2_by_default and listed:  # 0.2x: the architectures it runs by default, named
+        v2_by_default = f'"{ARCHITECTURE}"' in listed.group(1)
     core = _text(package / "v1" / "engine" / "core.py")
     step = core.partition("def step_with_batch_queue")[2].partition("\n    def ")[0]
     return Release(
