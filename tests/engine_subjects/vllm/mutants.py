@@ -56,16 +56,22 @@ def chunk_over_budget(scheduler: Any) -> None:
     scheduler.scheduler_config.max_num_batched_tokens += 1
 
 
+def _keeping(scheduler: Any, method: str, field: str) -> None:
+    """Patch `scheduler.method(request, ...)` to leave `request.field` as it found it."""
+    real = getattr(scheduler, method)
+
+    def keep(request: Any, *args: Any, **kwargs: Any) -> Any:
+        kept = getattr(request, field)
+        result = real(request, *args, **kwargs)
+        setattr(request, field, kept)
+        return result
+
+    setattr(scheduler, method, keep)
+
+
 def keeps_computed(scheduler: Any) -> None:
     """A preempted request keeps its num_computed_tokens though its blocks were freed."""
-    preempt = scheduler._preempt_request
-
-    def keep(request: Any, *args: Any, **kwargs: Any) -> None:
-        computed = request.num_computed_tokens
-        preempt(request, *args, **kwargs)
-        request.num_computed_tokens = computed
-
-    scheduler._preempt_request = keep
+    _keeping(scheduler, "_preempt_request", "num_computed_tokens")
 
 
 def evict_keeps_hash(scheduler: Any) -> None:
@@ -92,27 +98,12 @@ def loses_preempted(scheduler: Any) -> None:
 def placeholders_kept(scheduler: Any) -> None:
     """A preempted request keeps its num_output_placeholders (not zeroed in
     _preempt_request): counted in flight while it waits, scheduled past its tokens after."""
-    preempt = scheduler._preempt_request
-
-    def keep(request: Any, *args: Any, **kwargs: Any) -> None:
-        flight = request.num_output_placeholders
-        preempt(request, *args, **kwargs)
-        request.num_output_placeholders = flight
-
-    scheduler._preempt_request = keep
+    _keeping(scheduler, "_preempt_request", "num_output_placeholders")
 
 
 def placeholder_unresolved(scheduler: Any) -> None:
     """A token that lands does not resolve its placeholder (_update_request_with_output)."""
-    update = scheduler._update_request_with_output
-
-    def keep(request: Any, *args: Any, **kwargs: Any) -> Any:
-        flight = request.num_output_placeholders
-        result = update(request, *args, **kwargs)
-        request.num_output_placeholders = flight
-        return result
-
-    scheduler._update_request_with_output = keep
+    _keeping(scheduler, "_update_request_with_output", "num_output_placeholders")
 
 
 def resumed_truncated(scheduler: Any) -> None:
