@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.traits import Traits
-from schedcheck.engine.workload import EngineWorkload
+from schedcheck.engine.workload import NO_HEADROOM, EngineWorkload, Headroom
 
 __all__ = ["PLAIN", "Adapter", "EngineSetup", "Features", "Loaded", "SetupError"]
 
@@ -45,6 +45,18 @@ class Features:
     caps: bool = False  # a max_model_len below some requests' prompt and max_tokens
     # steps the device finishes before the engine core looks; aborts landing during a step
     timing: bool = False
+    # the block (page) sizes drawn: nano-vllm never runs with 1 (its Config asserts a
+    # multiple of 256, and `len(seq) % block_size == 1` never fires at 1); SGLang's default
+    # page is 1
+    block_sizes: tuple[int, int] = (2, 4)
+    headroom: Headroom = NO_HEADROOM  # what its intake asks of the pool beyond a request's KV
+    # its token budget is a whole number of blocks (SGLang's launcher asserts
+    # chunked_prefill_size divisible by page_size)
+    budget_in_blocks: bool = False
+    # a stop token ends a request that ignores eos (vLLM); SGLang's ignore_eos ignores its
+    # stop tokens too (`_check_token_based_finish` returns first), so none are drawn there
+    stops_when_ignoring_eos: bool = True
+    conservativeness: bool = False  # SGLang's schedule_conservativeness, drawn below 1
 
 
 PLAIN = Features()

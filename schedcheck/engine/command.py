@@ -43,6 +43,7 @@ ENGINE_OPTIONS = {
     "prefill": "--prefill",
     "async_scheduling": "--async",
     "modes": "--modes",
+    "loop": "--loop",
 }  # each option's name in the parsed arguments, and as the user spells it
 
 
@@ -101,7 +102,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--modes",
         choices=("default", "all"),
         help="vLLM: which modes the search draws from: the one the options name (default), "
-        "or every combination of scheduling and runner protocol the release has (all)",
+        "or every combination of scheduling and runner protocol the release has (all); "
+        "SGLang: both event loops (all)",
+    )
+    engine.add_argument(
+        "--loop",
+        choices=("overlap", "normal"),
+        help="SGLang: its event loop (default: the release's, overlap since 0.4)",
     )
     engine.add_argument(
         "--prefill",
@@ -274,6 +281,10 @@ def unsupported(workload: EngineWorkload, features: Features, modes: tuple[str, 
         "steps the device finishes early": features.timing or not workload.early,
         "aborts that land during a step": features.timing
         or not any(r.abort_in_step for r in workload.requests),
+        "a schedule_conservativeness": features.conservativeness
+        or workload.config.conservativeness == 1.0,
+        "stop tokens on a request that ignores eos": features.stops_when_ignoring_eos
+        or not any(r.stop and r.ignore_eos for r in workload.requests),
     }
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok
@@ -311,7 +322,15 @@ def replay(
         print(f"schedcheck engine: cannot read a saved workload: {e}", file=sys.stderr)
         return faults.USAGE
     for name, workload in loaded:
-        problems = [*workload.problems(features.reserved), *unsupported(workload, features, modes)]
+        problems = [
+            *workload.problems(
+                features.reserved,
+                features.headroom,
+                features.block_sizes[0],
+                features.budget_in_blocks,
+            ),
+            *unsupported(workload, features, modes),
+        ]
         if problems:
             print(
                 f"schedcheck engine: {name} is not valid input: {'; '.join(problems)}",

@@ -16,6 +16,7 @@ DEFAULT = "nanovllm"
 _ADAPTERS: dict[str, str | Adapter] = {
     "nanovllm": "schedcheck.engine.nanovllm.adapter:ADAPTER",
     "vllm": "schedcheck.engine.vllm.adapter:ADAPTER",
+    "sglang": "schedcheck.engine.sglang.adapter:ADAPTER",
 }
 
 

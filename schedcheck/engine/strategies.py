@@ -110,10 +110,9 @@ def engine_workloads(
         )
         request = _extras(draw, request, vocab, features)
         requests.append(request)
-    # nano-vllm never sees a block of one token: its Config asserts a multiple of 256, and
-    # its `len(seq) % block_size == 1` (a new block at a boundary) never fires at size 1.
-    block_size = draw(st.integers(2, 4))
-    need = max(r.peak_blocks(block_size) for r in requests)
+    # the engine's block sizes (nano-vllm never sees a block of one token)
+    block_size = draw(st.integers(*features.block_sizes))
+    need = max(r.peak_blocks(block_size, features.headroom) for r in requests)
     seqs = draw(st.integers(1, 4))
     # An engine that does not chunk prefills admits no prompt over the budget (nano-vllm
     # asserted max_num_batched_tokens >= max_model_len then): the budget holds the longest
@@ -122,13 +121,20 @@ def engine_workloads(
     # the blocks the pool keeps out of play on top; an engine whose requests run together
     # from the first step (no prefill-only steps) preempts only in a pool close to the need
     blocks = draw(st.integers(need, need + features.pool_slack)) + features.reserved
+    low = max(seqs, longest)
+    if features.budget_in_blocks:  # a whole number of blocks, as low as can be
+        budget = block_size * draw(
+            st.integers(-(-low // block_size), max(12, low) // block_size + 1)
+        )
+    else:
+        budget = draw(st.integers(low, max(12, longest)))
     config = EngineConfig(
         num_blocks=blocks,
         block_size=block_size,
         max_num_seqs=seqs,
         # A decode step gives every running sequence a token up to max_num_seqs, without
         # looking at the token budget: valid configs keep the budget at least that large.
-        max_num_batched_tokens=draw(st.integers(max(seqs, longest), max(12, longest))),
+        max_num_batched_tokens=budget,
         policy=draw(st.sampled_from(["fcfs", "priority"])) if features.priorities else "fcfs",
     )
     eos = draw(st.sampled_from([2, 0, 5]))
@@ -150,6 +156,8 @@ def engine_workloads(
     early: tuple[int, ...] = ()
     if features.timing and draw(st.integers(0, 3)) == 3:  # one workload in four
         early = tuple(sorted(draw(st.sets(st.integers(1, 8), min_size=1, max_size=3))))
+    if features.conservativeness:  # its default, or admissions that retraction undoes
+        config = replace(config, conservativeness=draw(st.sampled_from([1.0, 0.3, 0.1])))
     return EngineWorkload(config, tuple(requests), vocab, eos, resets, early)
 
 
@@ -163,7 +171,7 @@ def _extras(
     """What the engine has of stop tokens (mostly none), an abort step (mostly never) and a
     priority, drawn in that order."""
     stop: list[int] = []
-    if features.stops:
+    if features.stops and (features.stops_when_ignoring_eos or not request.ignore_eos):
         stop = draw(st.lists(st.integers(1, vocab), max_size=1 if vocab > 1 else 0, unique=True))
     abort = 0
     if features.aborts and draw(st.integers(0, 3)) == 3:  # one request in four

@@ -72,7 +72,8 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         f"max_num_seqs={c.max_num_seqs} max_num_batched_tokens={c.max_num_batched_tokens} "
         f"eos=0 policy={c.policy}"
         + (f" mode={c.mode}" if c.mode else "")
-        + (f" max_model_len={c.max_model_len}" if c.max_model_len else ""),
+        + (f" max_model_len={c.max_model_len}" if c.max_model_len else "")
+        + (f" schedule_conservativeness={c.conservativeness:g}" if c.conservativeness != 1 else ""),
         "  requests: " + ", ".join(_request(r) for r in w.requests),
         *(
             [

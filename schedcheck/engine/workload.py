@@ -36,6 +36,35 @@ class EngineConfig:
     # vLLM's max_model_len where it caps requests below their max_tokens (each ends when
     # its sequence reaches it: FINISHED_LENGTH_CAPPED); 0: the longest any request grows
     max_model_len: int = 0
+    # SGLang's schedule_conservativeness: how much of a running request's remaining output
+    # its admission reserves (below 1, requests are admitted that a decode may have to
+    # retract)
+    conservativeness: float = 1.0
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """What an engine's intake asks of its pool for a request beyond the KV of the request's
+    own tokens: a request that asks more is clipped or refused by the engine's design, so
+    it is no valid input for it. Zero: none (nano-vllm, vLLM). SGLang's: its allocator
+    clips max_new_tokens to the pool less the prompt rounded up to a page, a page and one
+    slot (`max_new_tokens_for_memory`), and it refuses a prompt of the pool less 6 slots or
+    more (`validate_input_length`: `max_req_input_len` is the pool less 6)."""
+
+    pages: int = 0  # pages on top of the prompt (rounded up to a page) and its output
+    tokens: int = 0  # slots on top of those
+    prompt: int = 0  # slots a prompt needs beyond its own (0: no such rule)
+
+    def slots(self, prompt: int, max_tokens: int, block_size: int) -> int:
+        """The pool's slots a request of `prompt` tokens and `max_tokens` needs."""
+        if self == NO_HEADROOM:
+            return prompt + max_tokens - 1  # its last sampled token is never computed
+        rounded = -(-prompt // block_size) * block_size
+        need = rounded + max_tokens + self.pages * block_size + self.tokens
+        return max(need, prompt + self.prompt)
+
+
+NO_HEADROOM = Headroom()
 
 
 @dataclass(frozen=True)
@@ -53,9 +82,10 @@ class EngineRequest:
     # aborts_queue) applies it just before the step's update, and again after it
     abort_in_step: bool = False
 
-    def peak_blocks(self, block_size: int) -> int:
-        """The most KV it holds: its last sampled token is never computed."""
-        return blocks_for(len(self.prompt) + self.max_tokens - 1, block_size)
+    def peak_blocks(self, block_size: int, headroom: Headroom = NO_HEADROOM) -> int:
+        """The most KV it holds (its last sampled token is never computed), or where the
+        engine's intake asks more (`headroom`), what it asks."""
+        return blocks_for(headroom.slots(len(self.prompt), self.max_tokens, block_size), block_size)
 
 
 @dataclass(frozen=True)
@@ -103,17 +133,26 @@ class EngineWorkload:
         grow."""
         return self.config.max_model_len or self.longest()
 
-    def problems(self, reserved: int = 0) -> list[str]:
+    def problems(
+        self,
+        reserved: int = 0,
+        headroom: Headroom = NO_HEADROOM,
+        smallest_block: int = 2,
+        budget_in_blocks: bool = False,
+    ) -> list[str]:
         """Why this is not valid input for an engine (empty when it is): a request that
         cannot fit alone, or a token budget below max_num_seqs (a decode step may
         schedule max_num_seqs tokens whatever the budget, as nano-vllm's does).
-        `reserved`: blocks the engine keeps out of play (vLLM's null block: 1)."""
+        `reserved`: blocks the engine keeps out of play (vLLM's null block: 1); `headroom`:
+        what its intake asks beyond a request's tokens; `smallest_block`: the smallest block
+        (page) size it runs with; `budget_in_blocks`: its token budget must be a whole number
+        of blocks."""
         c = self.config
         found = [
-            f"{r.name} needs {r.peak_blocks(c.block_size)} KV blocks, more than num_blocks "
-            f"{c.num_blocks}" + (f" less {reserved} reserved" if reserved else "")
+            f"{r.name} needs {r.peak_blocks(c.block_size, headroom)} KV blocks, more than "
+            f"num_blocks {c.num_blocks}" + (f" less {reserved} reserved" if reserved else "")
             for r in self.requests
-            if r.peak_blocks(c.block_size) > c.num_blocks - reserved
+            if r.peak_blocks(c.block_size, headroom) > c.num_blocks - reserved
         ]
         if c.max_model_len:
             found.extend(
@@ -131,10 +170,15 @@ class EngineWorkload:
                 )
         if c.policy not in ("fcfs", "priority"):
             found.append(f"policy {c.policy!r} is neither 'fcfs' nor 'priority'")
-        if c.block_size < 2:
+        if c.block_size < smallest_block:
             found.append(
-                f"kvcache_block_size {c.block_size} is below 2, which nano-vllm "
-                "never runs with (docs/engines.md)"
+                f"kvcache_block_size {c.block_size} is below {smallest_block}, which this "
+                "engine never runs with (docs/engines.md)"
+            )
+        if budget_in_blocks and c.max_num_batched_tokens % c.block_size:
+            found.append(
+                f"max_num_batched_tokens {c.max_num_batched_tokens} is not a whole number of "
+                f"blocks of {c.block_size} (the engine's launcher refuses it)"
             )
         if c.max_num_batched_tokens < c.max_num_seqs:
             found.append(
@@ -175,6 +219,7 @@ class EngineWorkload:
                 str(config.get("policy", "fcfs")),
                 str(config.get("mode", "")),
                 int(config.get("max_model_len", 0)),
+                float(config.get("conservativeness", 1.0)),
             ),
             requests,
             int(data["vocab"]),

@@ -1,0 +1,142 @@
+"""SGLang's real scheduler, radix cache and KV pools as an engine (docs/engines.md,
+"SGLang"): its own `Scheduler` built on the CPU for a model of no weights (build.py),
+warmed up and stepped through its event loop's body with the simulated model (drive.py),
+its pools copied out into the trace the core checks read (pools.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from schedcheck import faults
+from schedcheck.engine.adapter import EngineSetup, Features
+from schedcheck.engine.run import bound
+from schedcheck.engine.sglang.build import Build
+from schedcheck.engine.sglang.config import sglang_setup
+from schedcheck.engine.sglang.drive import RUNNER, TRAITS, run_sglang, warm
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.traits import Traits
+from schedcheck.engine.worker import LoadError
+from schedcheck.engine.workload import EngineWorkload, Headroom
+
+__all__ = ["ADAPTER", "Sglang"]
+
+SETUP_FILE = "sglang-setup.json"  # its worker's PATH: where to import SGLang from
+
+
+class _Built:
+    """SGLang imported, patched and warmed up, in the process that drives it."""
+
+    def __init__(self, build: Build) -> None:
+        self.build = build
+
+    def run(
+        self, workload: EngineWorkload, setup: EngineSetup, beat: Callable[[int, str], None] | None
+    ) -> EngineTrace:
+        """In the workload's loop, or where it names none the setup's first."""
+        return run_sglang(self.build, workload, setup.modes[0], beat)
+
+
+def built(root: str, loops: tuple[str, ...]) -> Build:
+    """SGLang from `root` imported and warmed up in each of `loops`: its lazy imports
+    happen now, and a release this driver cannot drive is told now (RuntimeError)."""
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    build = Build()
+    warm(build, loops)
+    return build
+
+
+class Sglang:
+    name = "sglang"
+    title = "SGLang"
+    # its stop tokens and aborts; decodes long enough to outgrow what admission reserved
+    # (retraction); pages of 1 to 4 slots,
+    # page 0 its padding page; its intake's rule on what a request asks of the pool
+    features = Features(
+        stops=True,
+        aborts=True,
+        max_tokens=16,
+        pool_slack=3,
+        reserved=1,
+        block_sizes=(1, 4),
+        headroom=Headroom(pages=1, tokens=1, prompt=7),
+        budget_in_blocks=True,
+        stops_when_ignoring_eos=False,
+        conservativeness=True,
+    )
+    policies_on: frozenset[str] = frozenset()
+    options = frozenset({"loop", "modes"})
+    memory_mb = 8192  # torch and SGLang map gigabytes of address space before a step is run
+    start_timeout = 300.0  # to import SGLang (about 10 s) and warm it up
+    worker = "schedcheck.engine.sglang.worker"
+    preload: tuple[str, ...] = ()
+
+    def setup(self, path: str | None, args: argparse.Namespace) -> EngineSetup:
+        return sglang_setup(path, args)
+
+    def traits(self, setup: EngineSetup) -> Traits:
+        return TRAITS
+
+    def shown(self, setup: EngineSetup) -> str:
+        return f"SGLang at {setup.root}"
+
+    def header(self, setup: EngineSetup) -> list[str]:
+        """Which loops this run checks, and whether each is the release's default."""
+        default = "overlap" if setup.config["overlap_default"] else "normal"
+        said = [
+            f"{loop} ({'release default' if loop == default else 'chosen'})" for loop in setup.modes
+        ]
+        lines = [f"loop: {', '.join(said)}"]
+        if len(setup.modes) > 1:
+            lines.append(f"modes: {', '.join(setup.modes)} (drawn per workload)")
+        return [
+            *lines,
+            f"config: {setup.config_from}",
+            f"positions: {RUNNER.source}",
+        ]
+
+    def box(self, setup: EngineSetup, scratch: Path) -> Path:
+        path = scratch / SETUP_FILE
+        path.write_text(json.dumps({"root": setup.root, "modes": list(setup.modes)}))
+        return path
+
+    def calls(self, workload: EngineWorkload) -> int:
+        """Scheduler(); a request's message and its send, an abort's send; per step at most
+        ten calls (the loop's body and reading what it sent), up to the bound."""
+        return 1 + 3 * len(workload.requests) + (bound(workload) + 2) * 10
+
+    def before_box(self, path: str) -> Build | LoadError:
+        """Everything SGLang reads from disk (its modules, their lazy imports, the model's
+        config) is read now, before the box."""
+        try:
+            read = json.loads(Path(path).read_text())
+            return built(read["root"], tuple(read["modes"]))
+        except (Exception, SystemExit) as e:  # SGLang's import or our warm-up on it: not ours
+            return LoadError(f"{type(e).__name__}: {e}")
+
+    def in_box(self, path: str, read: Build) -> _Built:
+        return _Built(read)
+
+    def load(self, setup: EngineSetup) -> _Built:
+        return _Built(built(setup.root, setup.modes))
+
+    def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
+        return True, None  # chunked prefill is on in every config it is built with
+
+    def not_loaded(self, shown: str, message: str) -> int:
+        """Not installed whole, or a release this driver cannot drive: the user's to fix."""
+        print(
+            f"schedcheck engine: {shown} could not be imported and built here: {message}",
+            file=sys.stderr,
+        )
+        return faults.USAGE
+
+    def undrivable(self, shown: str, why: str) -> str:
+        return f"{shown} cannot be driven: {why}"
+
+
+ADAPTER = Sglang()

@@ -1,0 +1,359 @@
+"""Drive SGLang's real scheduler through an engine workload, as its event loop does; copy
+plain values out (docs/engines.md, "SGLang").
+
+Each step: the requests arriving now and the aborts due go into the scheduler's inbox
+(SGLang's wire encoding, as its tokenizer manager sends them); then one pass of the body of
+its event loop, read in SGLang 0.5.23 (`Scheduler.event_loop_normal`,
+`event_loop_overlap`): `ingest_requests()`, `get_next_batch_to_run()`, `run_batch()` (where
+the simulated model computes the batch), and `process_batch_result()`, of this batch in the
+normal loop, of the previous one in the overlap loop (which launches batch N+1 before it
+processes batch N).
+
+The simulated model reads what SGLang's model runner reads: the batch's mode, its requests
+in order, their rows, where each computation starts and ends (`prefix_lens`, `extend_lens`
+or `seq_lens`), the input ids and the KV slots written (`out_cache_loc`); it reads the
+context through each request's row of `req_to_token`. Per step, the trace holds SGLang's
+own view of each request computed (its tokens: the prompt, the output it holds and the
+tokens in flight; where the step starts and how many positions; the KV pages its row
+names) as `scheduled`, what the model computed on as `copies` (E8 compares the two), the
+tokens sampled, and the pools after the batch was scheduled and after the result processed
+(pools.py). Outputs are what the scheduler sent its detokenizer, token by token.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from schedcheck.engine.run import Run, Stop
+from schedcheck.engine.runner import Runner
+from schedcheck.engine.sglang.build import Build
+from schedcheck.engine.sglang.pools import PageMismatch, Reader
+from schedcheck.engine.trace import Copy, EngineFailure, EngineStep, EngineTrace, Scheduled
+from schedcheck.engine.traits import Traits
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+
+__all__ = ["LOOPS", "RUNNER", "TRAITS", "run_sglang", "warm"]
+
+LOOPS = ("overlap", "normal")  # its event loops, the release's default first
+
+RUNNER = Runner(
+    "sglang",
+    "prefix_len",
+    "count",
+    "extend_len",
+    False,
+    "position",
+    "SGLang's model runner (ForwardBatch from the ScheduleBatch: an extend computes "
+    "prefix_lens[i] .. seq_lens[i]-1, a decode seq_lens[i]-1; KV slots through the "
+    "request's req_to_token row, a page per block)",
+)
+TRAITS = Traits(RUNNER, hashes_name_prefixes=True, update_call="process_batch_result()")
+"""SGLang's: a tree page's place names its whole prefix (the radix tree's path to it), and
+the tree must agree with the pages and the rows (E2, E3)."""
+
+
+def run_sglang(
+    build: Build,
+    workload: EngineWorkload,
+    loop: str,
+    beat: Callable[[int, str], None] | None = None,
+) -> EngineTrace:
+    """Drive `workload` through a fresh Scheduler in `loop` ("overlap" or "normal"; the
+    workload's own where it names one); `beat(step, call)` before each call."""
+    run = Run(workload, TRAITS, beat)
+    return run.play(SglangDriver(build, run, workload.config.mode or loop))
+
+
+# Through the scheduler's paths before the box (SGLang imports some modules when a path is
+# first taken): a prefix hit, chunked prefill, a stop token, an abort, a retraction (a pool
+# of 9 pages too small for three decodes), in each loop and at page sizes 1 and 2.
+WARM = tuple(
+    EngineWorkload(
+        EngineConfig(blocks, page, 3, 4),
+        (
+            EngineRequest("w1", (1, 2, 1, 2, 1), 4, True, 1),
+            EngineRequest("w2", (1, 2, 1, 1), 4, False, 1, 0, (2,)),
+            EngineRequest("w3", (1, 2), 3, False, 2, 0, (), 3),
+        ),
+        2,
+    )
+    for page, blocks in ((1, 14), (2, 9))
+)
+
+
+def warm(build: Build, loops: tuple[str, ...]) -> None:
+    """Run WARM in each of `loops`: SGLang's lazy imports happen now, before a box is
+    entered, and a release this driver does not fit is told now (RuntimeError)."""
+    for loop in loops:
+        for workload in WARM:
+            failure = run_sglang(build, workload, loop).failure
+            if failure is not None:
+                raise RuntimeError(
+                    f"SGLang {build.version} cannot be driven by schedcheck in its {loop} "
+                    f"loop: a warm-up run failed at step {failure.step}, {failure.call}: "
+                    f"{failure.message}"
+                )
+
+
+def rid(name: str) -> str:
+    """The request id SGLang is given: SGLang aborts every request whose id starts with the
+    id aborted (`abort_request`), so no id may be a prefix of another (r1 of r10)."""
+    return f"{name}."
+
+
+class SglangDriver:
+    """One run of SGLang's scheduler, a step being one pass of its event loop's body."""
+
+    undrivable: tuple[type[BaseException], ...] = ()
+    source = ""
+    idle_call = "is_fully_idle()"
+    stuck_is_e5 = True
+
+    def __init__(self, build: Build, run: Run, loop: str) -> None:
+        if loop not in LOOPS:
+            raise ValueError(f"SGLang has no {loop!r} event loop (its loops: {', '.join(LOOPS)})")
+        self.build, self.run, self.workload = build, run, run.workload
+        self.overlap = loop == "overlap"
+        self.names: dict[str, str] = {rid(r.name): r.name for r in self.workload.requests}
+        self.added: list[str] = []
+        self.done: set[str] = set()  # told finished (an output with a finish reason, or aborted)
+        self.said: dict[str, list[int]] = {}  # the output tokens sent, by request
+        self.reqs: dict[str, Any] = {}  # SGLang's Req objects, by name, as first seen
+        # tokens sampled in batches whose results are not processed yet, oldest first:
+        # those SGLang appends (the last chunk of an extend, a decode), by request
+        self.flight: deque[dict[str, int]] = deque()
+        self.seen: tuple[Scheduled, ...] = ()
+        self.copies: tuple[Copy, ...] = ()
+        self.sampled: tuple[int, ...] = ()
+        self.is_prefill = False
+        self.after_schedule: Any = None
+
+    def unreadable(self, error: Exception) -> str:
+        return (
+            f"SGLang {self.build.version}'s state could not be read as schedcheck reads it "
+            f'({error!r}; docs/engines.md, "SGLang")'
+        )
+
+    # -- the run's calls
+
+    def start(self) -> None:
+        made = self.run.call(
+            "Scheduler()",
+            lambda: self.build.scheduler(self.workload.config, self.overlap, self.model),
+        )
+        self.scheduler, self.channels = made
+        self.reader = Reader(self.scheduler, self.names)
+
+    def add(self, request: EngineRequest) -> None:
+        message = self.run.call("TokenizedGenerateReqInput()", lambda: self.build.request(request))
+        message.rid = rid(request.name)
+        self.run.call("send", lambda: self.build.send(self.channels, message))
+        self.added.append(request.name)
+
+    def abort(self, request: EngineRequest) -> None:
+        """An AbortReq into the inbox, as the tokenizer manager sends one."""
+        self.run.call(
+            "send", lambda: self.build.send(self.channels, self.build.abort(rid(request.name)))
+        )
+
+    def reset(self) -> None:
+        raise AssertionError("SGLang's adapter draws no prefix-cache resets")
+
+    def idle(self) -> bool:
+        """Nothing in the inbox and nothing the scheduler holds (is_fully_idle, and no batch
+        of the last step left to merge)."""
+        s = self.scheduler
+        return self.run.read(
+            "is_fully_idle()",
+            lambda: (
+                not self.channels.inbox.items
+                and not s.waiting_queue
+                and s.last_batch is None
+                and bool(s.is_fully_idle())
+            ),
+        )
+
+    def lost(self) -> list[str]:
+        return self.unfinished()
+
+    def unfinished(self) -> list[str]:
+        return [n for n in self.added if n not in self.done]
+
+    def outputs(self) -> dict[str, tuple[int, ...]]:
+        return {n: tuple(self.said.get(n, ())) for n in self.added}
+
+    # -- one step
+
+    def step(self) -> None:
+        """One pass of the event loop's body (0.5.23), each of SGLang's calls through
+        Run.call; the simulated model records the step as it computes it."""
+        run, s = self.run, self.scheduler
+        self.seen, self.copies, self.sampled, self.is_prefill = (), (), (), False
+        self.after_schedule = None
+        run.call("ingest_requests()", s.ingest_requests)
+        plan = run.call(
+            "get_next_batch_to_run()",
+            lambda: s.get_next_batch_to_run(running_batch=s.running_batch, last_batch=s.last_batch),
+        )
+        s.running_batch = plan.running_batch
+        batch = plan.batch_to_run
+        s.cur_batch_for_debug = batch
+        if not self.overlap:
+            if batch:
+                result = run.call("run_batch()", lambda: s.run_batch(batch))
+                self.process(batch, result)
+            else:
+                s._sched_idled = True
+                run.call("on_idle()", s.on_idle)
+        else:
+            apart = run.call(
+                "is_disable_overlap_for_batch()",
+                lambda: s.is_disable_overlap_for_batch(batch, last_batch=s.last_batch),
+            )
+            if apart:
+                self.process_oldest()
+            result = None
+            if batch:
+                result = run.call("run_batch()", lambda: s.run_batch(batch))
+                run.call("_apply_war_barrier()", s._apply_war_barrier)
+                s.result_queue.append((batch.copy(), result))
+            else:
+                s._sched_idled = True
+            if s.last_batch:
+                if not apart:
+                    self.process_oldest()
+            elif batch is None:
+                run.call("on_idle()", s.on_idle)
+            if s.is_generation:
+                run.call(
+                    "launch_batch_sample_if_needed()",
+                    lambda: s.launch_batch_sample_if_needed(result, batch),
+                )
+        s.last_batch = batch
+        self.collect()
+        after = run.read("process_batch_result()", self.pool)
+        run.steps.append(
+            EngineStep(
+                run.step,
+                self.is_prefill,
+                self.seen,
+                self.copies,
+                self.sampled,
+                self.after_schedule or after,
+                after,
+            )
+        )
+
+    def process(self, batch: Any, result: Any) -> None:
+        self.run.call(
+            "process_batch_result()", lambda: self.scheduler.process_batch_result(batch, result)
+        )
+        if self.flight:
+            self.flight.popleft()
+
+    def process_oldest(self) -> None:
+        """The overlap loop's pop_and_process: the oldest batch's result."""
+        s = self.scheduler
+        old, result = s.result_queue.popleft()
+        self.process(old, result)
+
+    def collect(self) -> None:
+        """What the scheduler sent its detokenizer and tokenizer this step: each request's
+        new output tokens, and whether it is finished (a finish reason, or an abort)."""
+        for message in self.run.call("sock_recv", lambda: self.build.received(self.channels)):
+            rids = getattr(message, "rids", None)
+            if rids is None:  # AbortReq for a request aborted before it ran
+                name = self.names.get(str(getattr(message, "rid", "")))
+                if name is not None:
+                    self.done.add(name)
+                continue
+            for i, r in enumerate(rids):
+                name = self.names.get(str(r))
+                if name is None:
+                    continue
+                ids = message.output_ids[i] if message.output_ids is not None else ()
+                self.said.setdefault(name, []).extend(int(t) for t in ids)
+                if message.finished_reasons[i] is not None:
+                    self.done.add(name)
+
+    # -- the simulated model
+
+    def model(self, batch: Any) -> list[int]:
+        """SGLang's forward_batch_generation: for each request of the batch, the positions
+        it computes, on the inputs it gets, the KV slots it writes; the next token from the
+        token function of its sequence so far. The step as seen goes into the trace."""
+        read = self.run.read
+        looked = read("run_batch()", lambda: self._look(batch))
+        views, copies, sampled, kept = [], [], [], {}
+        for name, req, start, inputs, written, table, row in looked:
+            known = self.reader.tokens(req, self._in_flight(name))
+            n = len(inputs)
+            if written != row[start : start + n]:
+                self._stop_e2(name, start, written, row)
+            views.append(Scheduled(name, start, n, known, table))
+            have = (*known[:start], *inputs, *known[start + n :])
+            copies.append(Copy(have, inputs[-1] if inputs else None, start, n, table, len(known)))
+            token = self.workload.next_token((*known[:start], *inputs))
+            sampled.append(token)
+            if start + n == len(known):
+                kept[name] = token  # the last chunk, or a decode: SGLang appends it
+        self.seen, self.copies, self.sampled = tuple(views), tuple(copies), tuple(sampled)
+        self.is_prefill = bool(read("run_batch()", lambda: batch.forward_mode.is_extend()))
+        self.flight.append(kept)
+        self.after_schedule = read("run_batch()", self.pool)
+        return sampled
+
+    def pool(self) -> Any:
+        return self.reader.pool(self.done, self._in_flight, self.reqs)
+
+    def _in_flight(self, name: str) -> list[int]:
+        return [batch[name] for batch in self.flight if name in batch]
+
+    def _look(
+        self, batch: Any
+    ) -> list[
+        tuple[str, Any, int, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    ]:
+        """Per request of the batch: its name, its Req, the first position computed, the
+        input ids, the slots written, its page table and its row's slots up to the end."""
+        extend = bool(batch.forward_mode.is_extend())
+        ids = [int(x) for x in batch.input_ids.tolist()]
+        locs = [int(x) for x in batch.out_cache_loc.tolist()]
+        ends = [int(x) for x in batch.seq_lens.tolist()]
+        rows = [int(x) for x in batch.req_pool_indices.tolist()]
+        page = int(self.scheduler.page_size)
+        table = self.scheduler.req_to_token_pool.req_to_token
+        out, at = [], 0
+        for i, req in enumerate(batch.reqs):
+            name = self.names[str(req.rid)]
+            self.reqs.setdefault(name, req)
+            start = int(batch.prefix_lens[i]) if extend else ends[i] - 1
+            n = ends[i] - start
+            row = tuple(int(x) for x in table[rows[i], : ends[i]].tolist())
+            try:
+                pages = self.reader.pages(row, page)
+            except PageMismatch as e:
+                raise Stop(
+                    EngineFailure("E2", self.run.step, "run_batch()", f"{name}: {e}")
+                ) from None
+            out.append(
+                (name, req, start, tuple(ids[at : at + n]), tuple(locs[at : at + n]), pages, row)
+            )
+            at += n
+        return out
+
+    def _stop_e2(
+        self, name: str, start: int, written: tuple[int, ...], row: tuple[int, ...]
+    ) -> None:
+        raise Stop(
+            EngineFailure(
+                "E2",
+                self.run.step,
+                "run_batch()",
+                f"{name} writes the KV of positions {start}.. into slots {list(written)} "
+                f"(out_cache_loc), but its req_to_token row names {list(row[start:])} there: "
+                "what it writes, no later read finds",
+            )
+        )

@@ -1,0 +1,142 @@
+"""SGLang's KV pools read as plain values: pages, the radix tree over them, the requests'
+rows (docs/engines.md, "SGLang"; read in SGLang 0.5.23).
+
+A block of the trace is a KV page of SGLang's allocator (page 0 is its padding page, never
+handed out: the trace's reserved block); a page's slots are `page * page_size + offset`.
+A page is in one of three places, and the checks (E3) see whether it is in exactly one:
+
+- free: the allocator's free pages (`get_all_free_pages()`, staged frees included);
+- the radix tree: a node's slots hold the KV of the prefix its path from the root names;
+  the page is evictable (the trace's `cached`) when the node's `lock_ref` is 0, held when
+  requests lock it, `lock_ref` being its ref_count;
+- private to a request: its row of `req_to_token` from `cache_protected_len` (the part the
+  tree owns) to `kv_allocated_len`.
+
+A request's block table is its row's pages up to `kv_allocated_len`: the tree pages it
+locks, then its own. E3 then says: no page in two places, none lost, each page's lock count
+equals the requests whose rows hold it, a page shared only at the same place of the same
+prefix, every tree page at the place of the prefix its path names (E2 adds: holding that
+prefix's KV).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from schedcheck.engine.trace import Block, Pool
+
+__all__ = ["PageMismatch", "Reader"]
+
+FULL = 0  # ComponentType.FULL: a node's full-attention KV (0.5.23's enum index)
+
+
+class PageMismatch(ValueError):
+    """A row whose slots do not follow its pages (slot = page * page_size + offset)."""
+
+
+class Reader:
+    """Reads one scheduler's pools and requests; `names`: SGLang's request id -> ours."""
+
+    def __init__(self, scheduler: Any, names: dict[str, str]) -> None:
+        self.scheduler, self.names = scheduler, names
+        self.page = int(scheduler.page_size)
+
+    @staticmethod
+    def held(req: Any) -> tuple[int, ...]:
+        """The tokens a request holds: its prompt and the output appended so far."""
+        return (*(int(t) for t in req.origin_input_ids), *(int(t) for t in req.output_ids))
+
+    def tokens(self, req: Any, in_flight: list[int]) -> tuple[int, ...]:
+        return (*self.held(req), *in_flight)
+
+    def pages(self, row: tuple[int, ...], page: int) -> tuple[int, ...]:
+        """The pages a row's slots lie in, one per page of positions; PageMismatch where a
+        slot is not at its position's offset in its page, or a page's slots differ."""
+        table = tuple(row[i] // page for i in range(0, len(row), page))
+        for p, slot in enumerate(row):
+            if slot != table[p // page] * page + p % page:
+                raise PageMismatch(
+                    f"position {p} is in slot {slot}, not in page {table[p // page]} at "
+                    f"offset {p % page} (its row: {list(row)})"
+                )
+        return table
+
+    def pool(
+        self, done: set[str], in_flight: Callable[[str], list[int]], seen: dict[str, Any]
+    ) -> Pool:
+        """The pools now: `done` the requests told finished, `seen` our name -> Req."""
+        s, page = self.scheduler, self.page
+        allocator = s.token_to_kv_pool_allocator
+        count = int(allocator.size) // page + 1  # page 0 is padding
+        refs = [0] * count
+        hashes = [-1] * count
+        prefixes: list[tuple[int, ...]] = [()] * count
+        index: list[tuple[int, int]] = []
+        evictable: list[int] = []
+        for slots, prefix, locks in self.tree():
+            for j in range(0, len(slots), page):
+                p = len(prefix) - len(slots) + j
+                b = slots[j] // page
+                if not 0 < b < count:
+                    continue  # outside the pool: E3 names it as no block at all
+                number = zlib.crc32(",".join(map(str, prefix[: p + page])).encode()) & 0x7FFFFFFF
+                hashes[b], prefixes[b] = number, prefix[: p + page]
+                refs[b] += locks
+                index.append((number, b))
+                if not locks:
+                    evictable.append(b)
+        rows = s.req_to_token_pool.req_to_token
+        tables: dict[str, tuple[int, ...]] = {}
+        tokens: dict[str, tuple[int, ...]] = {}
+        status: dict[str, str] = {}
+        for name in self.names.values():
+            req = seen.get(name)
+            if req is None:
+                tables[name], tokens[name] = (), ()
+                status[name] = "FINISHED" if name in done else "WAITING"
+                continue
+            tokens[name] = self.tokens(req, in_flight(name))
+            kv = req.kv
+            row = kv.req_pool_idx
+            finished = name in done or bool(req.finished())
+            if row is None:
+                tables[name] = ()
+                status[name] = "FINISHED" if finished else "WAITING"
+                continue
+            status[name] = "FINISHED" if finished else "RUNNING"
+            allocated, protected = int(kv.kv_allocated_len), int(kv.cache_protected_len)
+            held = [int(x) for x in rows[row, :allocated].tolist()]
+            tables[name] = tuple(dict.fromkeys(x // page for x in held))
+            for b in dict.fromkeys(x // page for x in held[protected:]):
+                if 0 <= b < count:
+                    refs[b] += 1
+        blocks = tuple(Block(refs[b], hashes[b], prefixes[b]) for b in range(count))
+        return Pool(
+            blocks,
+            tuple(int(x) for x in allocator.get_all_free_pages().tolist()),
+            tuple(b for b in range(1, count) if refs[b] > 0),
+            tables,
+            tokens,
+            status,
+            tuple(sorted(evictable)),
+            (0,),
+            tuple(sorted(index)),
+            tuple(self.names.get(str(r.rid), str(r.rid)) for r in s.running_batch.reqs),
+            tuple(self.names.get(str(r.rid), str(r.rid)) for r in s.waiting_queue),
+        )
+
+    def tree(self) -> Iterator[tuple[list[int], tuple[int, ...], int]]:
+        """Each node of the radix tree holding KV on the device: its slots, the prefix its
+        path names (through its own tokens), its lock count (the tree's Python core)."""
+        core = self.scheduler.tree_cache.tree_core
+        stack: list[tuple[Any, tuple[int, ...]]] = [(core.root_node, ())]
+        while stack:
+            node, prefix = stack.pop()
+            for child in node.children.values():
+                key = tuple(int(t) for t in child.key.token_ids)
+                stack.append((child, (*prefix, *key)))
+                data = child.component_data[FULL]
+                if data.value is not None:
+                    yield [int(x) for x in data.value.tolist()], (*prefix, *key), int(data.lock_ref)
