@@ -1,4 +1,4 @@
-"""The engine checks, E1-E13, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E14, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
@@ -9,7 +9,8 @@ are running at once; E10 (vLLM only) recompute preemption takes vLLM's victim an
 requeues it at the front; E11 and E12 (vLLM's async scheduling, quiet where no step
 overlaps another) tokens in flight are counted right, and no position is computed on a
 placeholder the runner holds for one; E13 (a policy, vLLM's) a running request is left out
-of a step only when the step has no room for it.
+of a step only when the step has no room for it; E14 (a policy, SGLang's) retraction takes
+the running requests with the fewest output tokens and requeues them at the tail.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
 can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
@@ -401,6 +402,56 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
         previous = step.after_postprocess or now
 
 
+def check_e14(trace: EngineTrace) -> Iterator[Violation]:
+    """SGLang's retraction (its recompute preemption, `ScheduleBatch.retract_decode` and
+    `_get_decode_retraction_order`, 0.5.23): the victims are the running requests with the
+    fewest output tokens, ties going to the longest prompt; each goes back to the tail of
+    the waiting queue (`_add_request_to_queue` appends, and fcfs never re-sorts). Read off
+    the running list after the previous step and the pools after this step's schedule;
+    output counts include the tokens in flight, one for every request of the previous
+    batch in the overlap loop, which keeps their order."""
+    prompts = {r.name: len(r.prompt) for r in trace.workload.requests}
+    previous = None
+    for step in trace.steps:
+        now = step.after_schedule
+        if previous is not None:
+            running = [n for n in previous.running if now.status.get(n) != "FINISHED"]
+            victims = [n for n in running if now.status.get(n) == "WAITING"]
+            problem = _retraction_problem(previous, running, victims, now.waiting, prompts)
+            if problem is not None:
+                yield Violation("E14", step.step, "schedule()", problem, tuple(victims))
+                return  # the first wrong retraction tells the story
+        previous = step.after_postprocess or now
+
+
+def _retraction_problem(
+    before: Pool,
+    running: list[str],
+    victims: list[str],
+    waiting: tuple[str, ...],
+    prompts: dict[str, int],
+) -> str | None:
+    if not victims:
+        return None
+
+    def key(name: str) -> tuple[int, int]:
+        return len(before.tokens.get(name, ())) - prompts[name], -prompts[name]
+
+    kept = [n for n in running if n not in victims]
+    if kept and max(map(key, victims)) > min(map(key, kept)):
+        shown = ", ".join(f"{n} {key(n)[0]} output, prompt {-key(n)[1]}" for n in running)
+        return (
+            f"retracted {', '.join(victims)}, but the running requests with the fewest output "
+            f"tokens (ties: the longest prompt) go first: {shown}"
+        )
+    if set(waiting[len(waiting) - len(victims) :]) != set(victims):
+        return (
+            f"retracted {', '.join(victims)}, which must go to the tail of the waiting queue, "
+            f"but it is {list(waiting)}"
+        )
+    return None
+
+
 ENTRIES: tuple[EngineCheck, ...] = (
     EngineCheck(
         id="E1",
@@ -547,10 +598,22 @@ ENTRIES: tuple[EngineCheck, ...] = (
         function=check_e13,
         policy=False,
     ),
+    EngineCheck(
+        id="E14",
+        title="retraction takes SGLang's victims and requeues them at the tail (SGLang only: "
+        "the fewest output tokens first, ties the longest prompt)",
+        symptom="the wrong request is recomputed, or a retracted request jumps the queue",
+        likely_bugs=(
+            "the retraction order's key reversed, or taken from the prompt alone",
+            "a retracted request put back at the head of the waiting queue",
+        ),
+        function=check_e14,
+        policy=False,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E13."""
+"""Every engine check by id, E1-E14."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

@@ -68,7 +68,7 @@ class Sglang:
         stops_when_ignoring_eos=False,
         conservativeness=True,
     )
-    policies_on: frozenset[str] = frozenset()
+    policies_on = frozenset({"E14"})  # its retraction's victims and requeue
     options = frozenset({"loop", "modes"})
     memory_mb = 8192  # torch and SGLang map gigabytes of address space before a step is run
     start_timeout = 300.0  # to import SGLang (about 10 s) and warm it up

@@ -108,6 +108,9 @@ class Build:
         self.again = zmq.Again
         self.channels: Channels | None = None  # the live scheduler's
         self.ports: Any = None  # the first scheduler's PortArgs
+        # a change made to each scheduler built, before its first step (a mutant's, in
+        # schedcheck's own tests: tests/engine_subjects/sglang/mutants.py)
+        self.patch: Callable[[Any], None] | None = None
         self.model: Model | None = None  # the live scheduler's simulated model
         self.folder = Path(tempfile.gettempdir()) / f"schedcheck-sglang-{os.getuid()}"
         # (its own model folder: a box's /tmp is its own, so it is written where it runs)
@@ -183,6 +186,8 @@ class Build:
             scheduler.result_queue = deque()
         # run_event_loop's: a write-after-read barrier for CUDA streams only
         scheduler._war_barrier_enabled = False
+        if self.patch is not None:
+            self.patch(scheduler)
         return scheduler, self.channels
 
     def request(self, request: EngineRequest) -> Any:

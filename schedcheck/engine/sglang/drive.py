@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from schedcheck.engine.run import Run, Stop
@@ -233,6 +234,7 @@ class SglangDriver:
                 )
         s.last_batch = batch
         self.collect()
+        self.self_check()
         after = run.read("process_batch_result()", self.pool)
         run.steps.append(
             EngineStep(
@@ -245,6 +247,21 @@ class SglangDriver:
                 after,
             )
         )
+
+    def self_check(self) -> None:
+        """SGLang's own pool check, where its loop makes it when asked
+        (SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY): free + evictable + protected + each
+        request's private slots = the pool. It asserts; a failed assert is E3, with its
+        message (it is skipped, as SGLang skips it, while no batch ran last)."""
+        s = self.scheduler
+        if s.last_batch is None:
+            return
+        try:
+            self.run.call("self_check_during_busy()", s.invariant_checker.self_check_during_busy)
+        except Stop as stop:
+            if "AssertionError" not in stop.failure.message:
+                raise
+            raise Stop(replace(stop.failure, check="E3")) from None
 
     def process(self, batch: Any, result: Any) -> None:
         self.run.call(

@@ -1,0 +1,154 @@
+"""SGLang's real scheduler under `schedcheck engine --engine sglang` (docs/engines.md,
+"SGLang").
+
+Marked `sglang`: they need SGLang installed (.ci/run installs the release pinned in
+.ci/install-sglang, lean, in a venv of its own, and sets SCHEDCHECK_REQUIRE_SGLANG, so they
+may not skip there); skipped elsewhere. The release passes a bounded search in both its
+event loops; retraction, rare in a search (SGLang reserves a request's output at
+admission), is reached by workloads made for it; each mutant of the release made here
+(tests/engine_subjects/sglang/mutants.py) is caught by the check it names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.search import search_engine
+from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
+from schedcheck.engine.sglang.config import sglang_setup
+from schedcheck.engine.strategies import PREEMPTION, REPREFILL, labels, observe
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from tests.engine_subjects.sglang.mutants import MUTANTS, SglangMutant
+
+pytestmark = pytest.mark.sglang
+REQUIRE = "SCHEDCHECK_REQUIRE_SGLANG"
+CHECKS = active(frozenset(), SGLANG.policies_on)
+LOOPS = ("overlap", "normal")
+
+
+@pytest.fixture(scope="module")
+def sglang() -> Iterator[LocalEngine]:
+    if importlib.util.find_spec("sglang") is None:
+        if os.environ.get(REQUIRE):
+            pytest.fail(f"SGLang is not installed; {REQUIRE} is set, so these tests must run")
+        pytest.skip("SGLang is not installed (.ci/run installs it: .ci/install-sglang)")
+    every = sglang_setup(None, argparse.Namespace(loop=None, modes="all"))
+    engine = LocalEngine(SGLANG, every)
+    yield engine
+    engine.stop()
+
+
+def build(engine: LocalEngine) -> Any:
+    """The SGLang build the engine drives (where the mutants patch the release)."""
+    return engine.loaded.build
+
+
+SLOTS = {1: 16, 2: 18}  # by page size: a pool where the third request does not fit
+
+
+def retracting(loop: str, page: int) -> EngineWorkload:
+    """Three requests of 8 tokens, none ending early, in a pool that holds two of them
+    (pages of `page`) admitted under schedule_conservativeness 0.3: the decodes outgrow
+    what admission reserved, and one is retracted."""
+    blocks = SLOTS[page] // page + 1
+    return EngineWorkload(
+        EngineConfig(blocks, page, 3, 12, mode=loop, conservativeness=0.3),
+        tuple(EngineRequest(f"r{i}", (1, 2, 1, i), 8) for i in (1, 2, 3)),
+        2,
+        eos_per_16=0,
+    )
+
+
+def test_the_release_passes_a_bounded_search_in_both_loops(sglang: LocalEngine) -> None:
+    build(sglang).patch = None
+    found = search_engine(sglang, 300, CHECKS, True, SGLANG.features, LOOPS)
+    assert found.failure is None, found.failure[1].report()
+    reachable = labels(SGLANG.features, LOOPS, sglang.setup.reaches)
+    # retraction is reached by the workloads made for it (below), seldom by a search
+    missed = [x for x in reachable if not found.reached[x] and x not in (PREEMPTION, REPREFILL)]
+    assert not missed, f"never reached: {missed}"
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("page", [1, 2])
+def test_retraction_in_each_loop_holds_every_check(
+    sglang: LocalEngine, loop: str, page: int
+) -> None:
+    build(sglang).patch = None
+    trace = sglang.run(retracting(loop, page))
+    assert trace.failure is None and check_engine(trace, CHECKS) == []
+    assert {PREEMPTION, REPREFILL} <= observe(trace)
+
+
+def test_a_worked_trace_what_the_driver_reads_off_sglang(sglang: LocalEngine) -> None:
+    """r1 (5 tokens) is prefilled 4 then 1 under a budget of 4 (pages of 2); r2 arrives at
+    step 3 and finds r1's first page, [1 2], in the radix tree: it starts at position 2 on
+    the same page. Outputs equal each request's output alone."""
+    build(sglang).patch = None
+    workload = EngineWorkload(
+        EngineConfig(16, 2, 2, 4, mode="normal"),
+        (
+            EngineRequest("r1", (1, 2, 1, 2, 1), 4, True),
+            EngineRequest("r2", (1, 2, 1, 1), 3, True, arrival=3),
+        ),
+        2,
+    )
+    trace = sglang.run(workload)
+    assert trace.failure is None and check_engine(trace, CHECKS) == []
+    first, second, third = trace.steps[:3]
+    assert [(s.name, s.num_cached, s.num_scheduled) for s in first.scheduled] == [("r1", 0, 4)]
+    assert [(s.name, s.num_cached, s.num_scheduled) for s in second.scheduled] == [("r1", 4, 1)]
+    assert first.after_schedule.reserved == (0,)  # page 0: SGLang's padding
+    (r2,) = [s for s in third.scheduled if s.name == "r2"]
+    assert r2.num_cached == 2 and r2.block_table[0] == first.scheduled[0].block_table[0]
+    pool = third.after_postprocess
+    assert pool is not None
+    page = r2.block_table[0]
+    assert pool.blocks[page].token_ids == (1, 2) and pool.blocks[page].ref_count == 2
+    assert (pool.blocks[page].hash, page) in pool.cache_index
+    assert trace.outputs == {r.name: workload.alone(r) for r in workload.requests}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+def test_each_mutant_of_the_release_is_caught_by_its_check(
+    sglang: LocalEngine, mutant: SglangMutant
+) -> None:
+    """First on the retracting workloads, then by a search."""
+    build(sglang).patch = mutant.patch
+    try:
+        for loop in LOOPS:
+            violations = check_engine(sglang.run(retracting(loop, 1)), CHECKS)
+            if violations:
+                assert violations[0].check == mutant.check, violations
+                return
+        found = search_engine(sglang, 500, CHECKS, True, SGLANG.features, LOOPS)
+    finally:
+        build(sglang).patch = None
+    assert found.failure is not None, f"{mutant.name} ({mutant.bug}) was not caught"
+    assert found.failure[1].violations[0].check == mutant.check, found.failure[1].report()
+
+
+def test_schedcheck_engine_sglang_runs_it_in_its_box(sglang: LocalEngine) -> None:
+    """The command as a user runs it: SGLang imported and warmed up in its worker, before the
+    box is entered, then searched; exit 0, the loop and the isolation said."""
+    done = subprocess.run(
+        [sys.executable, "-m", "schedcheck", "engine", "--engine", "sglang", "--examples", "40"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS SGLang at" in done.stdout
+    assert "loop: overlap (release default)" in done.stdout
+    assert "checks: E1 E2 E3 E4 E5 E6 E7 E8 E11 E12 E14" in done.stdout
+    assert "isolation: " in done.stdout
