@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from schedcheck.engine.adapter import SetupError
 from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.sglang.config import overlaps_by_default
-from schedcheck.engine.adapter import SetupError
 from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
 from schedcheck.engine.workload import (
     EngineConfig,
