@@ -1,5 +1,5 @@
-"""Engine mode: examples per second on nano-vllm's API and on vLLM's own scheduler, beside
-P07's.
+"""Engine mode: examples per second on nano-vllm's API and on vLLM's and SGLang's own
+schedulers, beside P07's.
 
 Run: python -m bench.engine [PATH]
 The same 500 generated engine workloads are checked (every check) on the correct
@@ -12,7 +12,8 @@ workloads in each mode the release has (async and sync scheduling, each runner p
 every check) on its real scheduler, in this process and in its worker, the worker's
 start-up (vLLM imported and configured before the box), and a whole `schedcheck engine
 --engine vllm` in its default mode timed (issue 35's target: under a minute on 2 cores).
-docs/performance.md keeps the numbers.
+The same for SGLang where it is installed (.ci/install-sglang): each event loop, and a
+whole `schedcheck engine --engine sglang`. docs/performance.md keeps the numbers.
 """
 
 from __future__ import annotations
@@ -77,47 +78,47 @@ def engine_rate(
     return len(workloads) / (time.perf_counter() - start)
 
 
-def vllm_rates() -> str:
-    """vLLM's lines, one per mode the release has, and a whole default run; or why there
-    are none."""
-    if importlib.util.find_spec("vllm") is None:
-        return "vLLM: not installed here (.ci/install-vllm)"
+def release_rates(name: str, package: str, every: dict[str, str]) -> str:
+    """A real engine's lines (`name`: its adapter's registry name; `package`: what is
+    installed), one per mode it has (`every`: the options that select them all), and a
+    whole default run; or why there are none."""
+    if importlib.util.find_spec(package) is None:
+        return f"{package}: not installed here (.ci/install-{package})"
     import argparse
     import subprocess
 
-    from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
-    from schedcheck.engine.vllm.config import vllm_setup
+    from schedcheck.engine import registry
 
-    checks = active(on=VLLM.policies_on)
-    every = argparse.Namespace(async_scheduling=None, runner=None, modes="all")
-    setup = vllm_setup(None, every)
-    local = LocalEngine(VLLM, setup)
+    adapter = registry.adapter(name)
+    checks = active(on=adapter.policies_on)
+    setup = adapter.setup(None, argparse.Namespace(**every))
+    local = LocalEngine(adapter, setup)
     start = time.perf_counter()
-    isolated = IsolatedEngine(VLLM, setup)
+    isolated = IsolatedEngine(adapter, setup)
     started = time.perf_counter() - start
     lines = []
     try:
         for mode in setup.modes:
-            workloads = engine_sample(COUNT, VLLM.features, (mode,))
+            workloads = engine_sample(COUNT, adapter.features, (mode,))
             here = statistics.median(engine_rate(local, workloads, checks) for _ in range(3))
             boxed = statistics.median(engine_rate(isolated, workloads, checks) for _ in range(3))
             lines.append(
-                f"vLLM {version('vllm')} {mode} ({len(workloads)} workloads, every check): "
-                f"in-process {here:.0f} examples/s, isolated {boxed:.0f} examples/s"
+                f"{adapter.title} {version(package)} {mode} ({len(workloads)} workloads, every "
+                f"check): in-process {here:.0f} examples/s, isolated {boxed:.0f} examples/s"
             )
     finally:
         local.stop()
         isolated.stop()
-    lines.append(f"its worker starts in {started:.1f} s (vLLM imported, warmed in every mode)")
+    lines.append(f"its worker starts in {started:.1f} s (imported, warmed in every mode)")
     start = time.perf_counter()
     whole = subprocess.run(
-        [sys.executable, "-m", "schedcheck", "engine", "--engine", "vllm"],
+        [sys.executable, "-m", "schedcheck", "engine", "--engine", name],
         capture_output=True,
         text=True,
     )
     took = time.perf_counter() - start
     last = whole.stdout.strip().splitlines()[-1] if whole.stdout.strip() else whole.stderr
-    lines.append(f"schedcheck engine --engine vllm (1,000 workloads): {took:.1f} s: {last}")
+    lines.append(f"schedcheck engine --engine {name} (1,000 workloads): {took:.1f} s: {last}")
     return "\n".join(lines)
 
 
@@ -146,7 +147,8 @@ def main() -> None:
         f"P07 (the reference as a submission, 300 workloads): in-process {p07_here:.0f} "
         f"examples/s, isolated {p07_boxed:.0f} examples/s"
     )
-    print(vllm_rates())
+    print(release_rates("vllm", "vllm", {"async_scheduling": None, "runner": None, "modes": "all"}))
+    print(release_rates("sglang", "sglang", {"loop": None, "modes": "all"}))
     if len(sys.argv) > 1:
         engine = IsolatedEngine(NANO_VLLM, read_setup(sys.argv[1]))
         try:
