@@ -55,7 +55,7 @@ def test_the_name_finder_fires_on_a_branch_on_a_name() -> None:
 
 
 def test_the_room_has_a_core_and_adapters() -> None:
-    assert {d.name for d in ADAPTERS} == {"nanovllm", "vllm"}
+    assert {d.name for d in ADAPTERS} == {"nanovllm", "vllm", "sglang"}
     assert {"adapter.py", "registry.py", "run.py", "checks.py", "command.py"} <= {
         p.name for p in CORE
     }
