@@ -42,6 +42,7 @@ RESET = "prefix cache cleared with requests running"
 SKIPPED = "a running request left out of a step"
 IN_FLIGHT_PREEMPTION = "preemption of a request with a step in flight"
 IN_FLIGHT_ABORT = "abort of a request with a step in flight"
+EARLY = "a batch the device finished before the engine core looked"
 LABELS = (
     PREFIX_HIT,
     WHOLE_PROMPT_HIT,
@@ -240,6 +241,8 @@ def observe(trace: EngineTrace) -> set[str]:
                         seen.add(PRIORITY)
                     started.discard(name)
             previous = after
+    if any(s.step in trace.workload.early and s.scheduled for s in trace.steps):
+        seen.add(EARLY)
     for request in trace.workload.requests:
         out = trace.outputs.get(request.name, ())
         if out and out[-1] == 0 and not request.ignore_eos:

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.strategies import EARLY, observe
 from schedcheck.engine.trace import UNKNOWN, EngineTrace, Pool
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.invariants.violation import Violation
@@ -120,3 +121,14 @@ def test_e13_is_quiet_on_a_request_whose_last_token_is_in_flight_and_fires_other
     (v,) = fired(replace(trace, workload=longer), "E13")
     assert v.step == 6 and v.message.startswith("r1 running, left out of this step")
     assert v.message.endswith("0 of max_num_seqs 2 requests: nothing")
+
+
+def test_reached_counts_an_early_batch_only_where_one_ran() -> None:
+    """`reached:`'s device timing: a workload naming a step whose batch the device finished
+    first counts where that step computed something."""
+    trace = recorded()
+    assert EARLY not in observe(trace)
+    busy = next(s.step for s in trace.steps if s.scheduled)
+    assert EARLY in observe(replace(trace, workload=replace(trace.workload, early=(busy,))))
+    idle = len(trace.steps) + 5  # past the run's end: no batch there
+    assert EARLY not in observe(replace(trace, workload=replace(trace.workload, early=(idle,))))

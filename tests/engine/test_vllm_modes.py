@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from schedcheck.engine.adapter import SetupError
-from schedcheck.engine.strategies import IN_FLIGHT_ABORT, IN_FLIGHT_PREEMPTION, SKIPPED
+from schedcheck.engine.strategies import EARLY, IN_FLIGHT_ABORT, IN_FLIGHT_PREEMPTION, SKIPPED
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.vllm.modes import Mode, release
@@ -51,6 +51,21 @@ def test_a_release_of_today_runs_async_with_the_v2_protocol_by_default(tmp_path:
     assert setup.modes == ("async-v2",) and setup.options == ()
     assert setup.reaches == (SKIPPED, IN_FLIGHT_PREEMPTION, IN_FLIGHT_ABORT)
     assert VLLM.header(setup)[:2] == ["async: on (release default)", "runner: v2 (release default)"]
+
+
+def test_a_core_that_looks_at_the_device_reaches_its_early_batches(tmp_path: Path) -> None:
+    """0.11 to 0.2x update a batch the device finished first at once: the workloads' early
+    steps decide something there, and `reached:` counts them; not where the core holds."""
+    tree(tmp_path, overlaps=True, by_default=True, v2=True, v2_default=True)
+    core = tmp_path / "vllm" / "v1" / "engine" / "core.py"
+    core.parent.mkdir(parents=True, exist_ok=True)
+    core.write_text(
+        "class EngineCore:\n    def step_with_batch_queue(self):\n"
+        "        if not self.batch_queue[-1][0].done():\n            pass\n"
+    )
+    setup = vllm_setup(str(tmp_path), options())
+    assert setup.reaches == (SKIPPED, IN_FLIGHT_PREEMPTION, IN_FLIGHT_ABORT, EARLY)
+    assert vllm_setup(str(tmp_path), options(scheduling="off")).reaches == (SKIPPED,)
 
 
 def test_a_release_that_names_its_v2_architectures_runs_llama_on_v1(tmp_path: Path) -> None:
