@@ -408,8 +408,8 @@ def check_e14(trace: EngineTrace) -> Iterator[Violation]:
     fewest output tokens, ties going to the longest prompt; each goes back to the tail of
     the waiting queue (`_add_request_to_queue` appends, and fcfs never re-sorts). Read off
     the running list after the previous step and the pools after this step's schedule;
-    output counts include the tokens in flight, one for every request of the previous
-    batch in the overlap loop, which keeps their order."""
+    output counts are those the pool holds after the previous step (SGLang's adapter keeps
+    there what SGLang holds, not the tokens in flight)."""
     prompts = {r.name: len(r.prompt) for r in trace.workload.requests}
     previous = None
     for step in trace.steps:

@@ -323,7 +323,7 @@ class SglangDriver:
         return sampled
 
     def pool(self) -> Any:
-        return self.reader.pool(self.done, self._in_flight, self.reqs)
+        return self.reader.pool(self.done, self.reqs)
 
     def _in_flight(self, name: str) -> list[int]:
         return [batch[name] for batch in self.flight if name in batch]

@@ -22,7 +22,7 @@ prefix's KV).
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from schedcheck.engine.trace import Block, Pool
@@ -63,10 +63,11 @@ class Reader:
                 )
         return table
 
-    def pool(
-        self, done: set[str], in_flight: Callable[[str], list[int]], seen: dict[str, Any]
-    ) -> Pool:
-        """The pools now: `done` the requests told finished, `seen` our name -> Req."""
+    def pool(self, done: set[str], seen: dict[str, Any]) -> Pool:
+        """The pools now: `done` the requests told finished, `seen` our name -> Req. A
+        request's tokens are those SGLang holds (its prompt and the output appended), not
+        those in flight: what its retraction order reads (`len(req.output_ids)`), and all
+        that the tree's pages name."""
         s, page = self.scheduler, self.page
         allocator = s.token_to_kv_pool_allocator
         count = int(allocator.size) // page + 1  # page 0 is padding
@@ -97,7 +98,7 @@ class Reader:
                 tables[name], tokens[name] = (), ()
                 status[name] = "FINISHED" if name in done else "WAITING"
                 continue
-            tokens[name] = self.tokens(req, in_flight(name))
+            tokens[name] = self.held(req)
             kv = req.kv
             row = kv.req_pool_idx
             finished = name in done or bool(req.finished())
