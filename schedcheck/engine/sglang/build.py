@@ -115,15 +115,38 @@ class Build:
         self.folder = Path(tempfile.gettempdir()) / f"schedcheck-sglang-{os.getuid()}"
         # (its own model folder: a box's /tmp is its own, so it is written where it runs)
 
-        real_parallel = bootstrap.init_parallel_runtime
         done: list[bool] = []
+        # the parallel setup, once per process: 0.5.21 on, Scheduler.__init__ calls it;
+        # before, the model runner did (init_torch_distributed), and init_model_worker here
+        # stands in for the model runner (self.distributed)
+        self.distributed: Callable[[Any], None] | None = None
+        if hasattr(bootstrap, "init_parallel_runtime"):
+            real_parallel = bootstrap.init_parallel_runtime
 
-        def parallel_once(**kwargs: Any) -> None:
-            if not done:
-                real_parallel(**kwargs)
-                done.append(True)
+            def parallel_once(**kwargs: Any) -> None:
+                if not done:
+                    real_parallel(**kwargs)
+                    done.append(True)
 
-        bootstrap.init_parallel_runtime = parallel_once
+            bootstrap.init_parallel_runtime = parallel_once
+        else:
+            real_distributed = bootstrap.init_torch_distributed
+
+            def distributed_once(scheduler: Any) -> None:
+                """ModelRunner.init_torch_distributed's call, for a CPU rank of one."""
+                if not done:
+                    real_distributed(
+                        server_args=scheduler.server_args,
+                        model_config=scheduler.model_config,
+                        device="cpu",
+                        ps=scheduler.ps,
+                        dist_port=scheduler.nccl_port,
+                        is_draft_worker=False,
+                        local_omp_cpuid=None,  # read only with AMX or on arm64
+                    )
+                    done.append(True)
+
+            self.distributed = distributed_once
         build = self
 
         def channels(cls: Any, /, **kwargs: Any) -> Any:
@@ -155,7 +178,7 @@ class Build:
     def scheduler(self, config: EngineConfig, overlap: bool, model: Model) -> tuple[Any, Channels]:
         """A fresh Scheduler for `config` (a KV page per block, block 0 SGLang's padding
         page), in the overlap loop or the normal one, computing with `model`."""
-        from sglang.srt.runtime_context import SpawnRanks, publish, spawn_world_rank
+        from sglang.srt import runtime_context
         from sglang.srt.server_args import PortArgs, ServerArgs
 
         slots = (config.num_blocks - 1) * config.block_size
@@ -176,10 +199,16 @@ class Build:
         )
         if self.ports is None:
             self.ports = PortArgs.init_new(args)
-        rank = spawn_world_rank(args, tp_rank=0, pp_rank=0)
-        publish(args, role="scheduler", ranks=SpawnRanks(world_rank=rank, dp_rank=None, gpu_id=0))
         self.model = model
-        scheduler = self.module.Scheduler(args, self.ports)
+        if hasattr(runtime_context, "SpawnRanks"):  # 0.5.21 on: the ranks published
+            rank = runtime_context.spawn_world_rank(args, tp_rank=0, pp_rank=0)
+            ranks = runtime_context.SpawnRanks(world_rank=rank, dp_rank=None, gpu_id=0)
+            runtime_context.publish(args, role="scheduler", ranks=ranks)
+            scheduler = self.module.Scheduler(args, self.ports)
+        else:  # before: run_scheduler_process publishes, and the ranks are arguments
+            runtime_context.publish(args, role="scheduler")
+            # gpu_id, tp_rank, moe_ep_rank, pp_rank, attn_cp_rank, moe_dp_rank, dp_rank
+            scheduler = self.module.Scheduler(args, self.ports, 0, 0, 0, 0, 0, 0, None)
         assert self.channels is not None
         if overlap:  # what event_loop_overlap and run_event_loop set before their loop
             scheduler.enable_skip_finishing_decode = True
@@ -299,7 +328,7 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
         """Scheduler.init_model_worker without a model: the real pools, sized as SGLang's
         KV cache configurator sizes them for these arguments."""
         torch = build.torch
-        from sglang.srt.layers.dp_attention import get_dp_tp_group
+        from sglang.srt.layers import dp_attention
         from sglang.srt.mem_cache.allocation_sizing import get_req_to_token_extra_context_len
         from sglang.srt.mem_cache.allocator import (
             PagedTokenToKVPoolAllocator,
@@ -311,6 +340,8 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
         )
         from sglang.srt.runtime_context import get_context, get_device, get_parallel, get_schedule
 
+        if build.distributed is not None:
+            build.distributed(self)
         config, page = self.model_config, self.page_size
         slots = get_schedule().max_total_tokens
         # resolve_max_num_reqs, max_running_requests given: at most half the tokens
@@ -405,7 +436,10 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
         self.attn_cp_cpu_group = self.attn_cp_group.cpu_group
         self.pp_group = parallel.pp_group
         self.world_group = parallel.world_group
-        self.dp_tp_group = get_dp_tp_group()
+        if hasattr(dp_attention, "get_dp_tp_group"):
+            self.dp_tp_group = dp_attention.get_dp_tp_group()
+        else:  # 0.5.21 and before: set inline in init_model_worker
+            self.dp_tp_group = self.attn_tp_group if self.enable_dp_attention else self.tp_group
         self.dp_tp_cpu_group = self.dp_tp_group.cpu_group
         self.pad_input_ids_func = None
         self.startup_available_gpu_memory_gb = 0.0

@@ -193,7 +193,11 @@ class SglangDriver:
         run, s = self.run, self.scheduler
         self.seen, self.copies, self.sampled, self.is_prefill = (), (), (), False
         self.after_schedule = None
-        run.call("ingest_requests()", s.ingest_requests)
+        if hasattr(s, "ingest_requests"):
+            run.call("ingest_requests()", s.ingest_requests)
+        else:  # 0.5.19: the loop's body receives and dispatches itself
+            received = run.call("recv_requests()", s.request_receiver.recv_requests)
+            run.call("process_input_requests()", lambda: s.process_input_requests(received))
         plan = run.call(
             "get_next_batch_to_run()",
             lambda: s.get_next_batch_to_run(running_batch=s.running_batch, last_batch=s.last_batch),

@@ -116,7 +116,7 @@ class Reader:
         blocks = tuple(Block(refs[b], hashes[b], prefixes[b]) for b in range(count))
         return Pool(
             blocks,
-            tuple(int(x) for x in allocator.get_all_free_pages().tolist()),
+            tuple(int(x) for x in _free_pages(allocator)),
             tuple(b for b in range(1, count) if refs[b] > 0),
             tables,
             tokens,
@@ -141,3 +141,11 @@ class Reader:
                 data = child.component_data[FULL]
                 if data.value is not None:
                     yield [int(x) for x in data.value.tolist()], (*prefix, *key), int(data.lock_ref)
+
+
+def _free_pages(allocator: Any) -> list[int]:
+    """The allocator's free pages, its staged frees included: `get_all_free_pages()`, or
+    before it (0.5.19) `free_pages` and `release_pages`."""
+    if hasattr(allocator, "get_all_free_pages"):
+        return [int(x) for x in allocator.get_all_free_pages().tolist()]
+    return [int(x) for x in (*allocator.free_pages.tolist(), *allocator.release_pages.tolist())]

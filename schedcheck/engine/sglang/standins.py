@@ -18,6 +18,7 @@ SGLang's modules import triton unconditionally, and a few import torchvision, IP
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -85,6 +86,13 @@ def _settle_transformers() -> None:
         said = getattr(import_utils, check, None)
         if said is not None and said():
             raise RuntimeError(f"transformers' {check}() is true before any stand-in")
+    # transformers 5.12 to 5.17 (SGLang 0.5.19's pin) make AutoImageProcessor a dummy that
+    # asks for torchvision (its file names TorchvisionBackend), and SGLang registers its
+    # processors on it at import: the real class is importable, and put back
+    auto = importlib.import_module("transformers.models.auto.image_processing_auto")
+    top = sys.modules["transformers"]  # its lazy module, replaced while it imports
+    if getattr(top, "AutoImageProcessor", None) is not auto.AutoImageProcessor:
+        setattr(top, "AutoImageProcessor", auto.AutoImageProcessor)
 
 
 def _install_triton() -> None:
