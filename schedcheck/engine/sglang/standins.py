@@ -92,7 +92,7 @@ def _settle_transformers() -> None:
     auto = importlib.import_module("transformers.models.auto.image_processing_auto")
     top = sys.modules["transformers"]  # its lazy module, replaced while it imports
     if getattr(top, "AutoImageProcessor", None) is not auto.AutoImageProcessor:
-        setattr(top, "AutoImageProcessor", auto.AutoImageProcessor)
+        top.AutoImageProcessor = auto.AutoImageProcessor
 
 
 def _install_triton() -> None:
