@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -82,6 +82,15 @@ class EngineSetup:
     # what its runs can reach beyond what its features say (engine/strategies.py's labels,
     # such as a preemption with a step in flight, where a mode overlaps steps)
     reaches: tuple[str, ...] = ()
+    # the block sizes this setup runs with, where fewer than its adapter's features say
+    # (SGLang before 0.5.22: pages of 1, its paged allocator having no CPU path); () all
+    block_sizes: tuple[int, ...] = ()
+
+    def features(self, features: Features) -> Features:
+        """Its adapter's features, narrowed to what this setup runs with."""
+        if not self.block_sizes:
+            return features
+        return replace(features, block_sizes=(min(self.block_sizes), max(self.block_sizes)))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,6 +104,7 @@ class EngineSetup:
             "options": list(self.options),
             "modes": list(self.modes),
             "reaches": list(self.reaches),
+            "block_sizes": list(self.block_sizes),
         }
 
     @classmethod
@@ -110,6 +120,7 @@ class EngineSetup:
             tuple(map(str, data["options"])),
             tuple(map(str, data.get("modes", ("",)))),
             tuple(map(str, data.get("reaches", ()))),
+            tuple(map(int, data.get("block_sizes", ()))),
         )
 
     @property

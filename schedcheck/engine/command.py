@@ -200,6 +200,7 @@ def engine_command(args: argparse.Namespace) -> int:
     if args.prefill:
         options.append(f"--prefill={args.prefill}")
     shown = adapter.shown(setup)
+    features = setup.features(adapter.features)
     engine: Runs
     try:
         if args.in_process:
@@ -221,17 +222,19 @@ def engine_command(args: argparse.Namespace) -> int:
     print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
     try:
         if args.replay:
-            return replay(engine, shown, args.replay, checks, adapter.features, setup.modes)
+            return replay(
+                engine, shown, args.replay, checks, features, setup.modes, setup.block_sizes
+            )
         chunked, how = adapter.prefill(lambda: chunks_prefills(engine), args.prefill)
         if how is not None:
             print(how)
-        found = search_engine(engine, args.examples, checks, chunked, adapter.features, setup.modes)
+        found = search_engine(engine, args.examples, checks, chunked, features, setup.modes)
     except Undrivable as e:
         print(f"schedcheck engine: {adapter.undrivable(shown, str(e))}", file=sys.stderr)
         return faults.USAGE
     finally:
         engine.stop()
-    reached = labels(adapter.features, setup.modes, setup.reaches)
+    reached = labels(features, setup.modes, setup.reaches)
     return conclude(args, shown, options, found, reached, checks)
 
 
@@ -268,7 +271,12 @@ def conclude(
     return faults.FAIL
 
 
-def unsupported(workload: EngineWorkload, features: Features, modes: tuple[str, ...]) -> list[str]:
+def unsupported(
+    workload: EngineWorkload,
+    features: Features,
+    modes: tuple[str, ...],
+    sizes: tuple[int, ...] = (),
+) -> list[str]:
     """What a saved workload asks of the engine that its adapter does not have (none of its
     own workloads draws it): said, never silently left out."""
     has = {
@@ -289,6 +297,11 @@ def unsupported(workload: EngineWorkload, features: Features, modes: tuple[str, 
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok
     ]
+    if sizes and workload.config.block_size not in sizes:
+        found.append(
+            f"block size {workload.config.block_size}, which this setup does not run with (it "
+            f"runs with {', '.join(map(str, sizes))})"
+        )
     mode = workload.config.mode
     if mode and mode not in modes:
         found.append(f"mode {mode!r}, which this run does not have (it has {', '.join(modes)})")
@@ -315,6 +328,7 @@ def replay(
     checks: list[str],
     features: Features = PLAIN,
     modes: tuple[str, ...] = ("",),
+    sizes: tuple[int, ...] = (),
 ) -> int:
     try:
         loaded = [(f, EngineWorkload.from_json(Path(f).read_text())) for f in files]
@@ -329,7 +343,7 @@ def replay(
                 features.block_sizes[0],
                 features.budget_in_blocks,
             ),
-            *unsupported(workload, features, modes),
+            *unsupported(workload, features, modes, sizes),
         ]
         if problems:
             print(

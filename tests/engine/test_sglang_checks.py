@@ -24,7 +24,9 @@ import pytest
 
 from schedcheck.engine.adapter import SetupError
 from schedcheck.engine.checks import active, check_engine
-from schedcheck.engine.sglang.config import overlaps_by_default
+from schedcheck.engine.command import unsupported
+from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG_ADAPTER
+from schedcheck.engine.sglang.config import overlaps_by_default, sglang_setup
 from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
 from schedcheck.engine.workload import (
     EngineConfig,
@@ -148,6 +150,7 @@ def test_the_release_default_loop_is_read_off_either_declaration(tmp_path: Path)
 def test_sglangs_intake_rule_what_a_request_needs_of_the_pool() -> None:
     """Its allocator clips max_new_tokens to the pool less the prompt rounded up to a page,
     a page and a slot; it refuses a prompt of the pool less 6 slots or more."""
+    assert SGLANG_ADAPTER.features.headroom == SGLANG
     assert SGLANG.slots(prompt=4, max_tokens=8, block_size=1) == 4 + 8 + 1 + 1
     assert SGLANG.slots(prompt=5, max_tokens=2, block_size=4) == 8 + 2 + 4 + 1
     assert SGLANG.slots(prompt=9, max_tokens=1, block_size=1) == 9 + 7  # the prompt's rule
@@ -158,3 +161,33 @@ def test_sglangs_intake_rule_what_a_request_needs_of_the_pool() -> None:
     assert "r1 needs 14 KV blocks" in short.problems(1, SGLANG, 1, True)[0]
     odd = EngineWorkload(EngineConfig(9, 2, 1, 3), (EngineRequest("r1", (1,), 1),))
     assert any("not a whole number of blocks" in p for p in odd.problems(1, SGLANG, 1, True))
+
+
+def test_a_release_whose_paged_allocator_has_no_cpu_path_runs_pages_of_one(
+    tmp_path: Path,
+) -> None:
+    """0.5.21 and before call the paged allocator's triton kernels whatever the device: the
+    setup runs pages of 1 only, says so, and refuses a saved workload of pages of 2."""
+    srt = tmp_path / "sglang" / "srt"
+    for folder in ("managers", "arg_groups/fields", "mem_cache/allocator"):
+        (srt / folder).mkdir(parents=True)
+    (srt / "managers" / "scheduler.py").write_text("class Scheduler: ...\n")
+    (srt / "arg_groups" / "fields" / "schedule.py").write_text(
+        "    disable_overlap_schedule: bool = False\n"
+    )
+    paged = srt / "mem_cache" / "allocator" / "paged.py"
+    paged.write_text("def alloc_extend(self): alloc_extend_kernel[(bs,)](...)\n")
+    setup = sglang_setup(str(tmp_path))
+    assert setup.block_sizes == (1,)
+    assert setup.features(SGLANG_ADAPTER.features).block_sizes == (1, 1)
+    assert any(line.startswith("pages: of 1 slot only") for line in SGLANG_ADAPTER.header(setup))
+    two = EngineWorkload(EngineConfig(9, 2, 1, 2), (EngineRequest("r1", (1,), 1),))
+    assert (
+        "block size 2, which this setup does not run with"
+        in unsupported(
+            two, setup.features(SGLANG_ADAPTER.features), setup.modes, setup.block_sizes
+        )[0]
+    )
+    paged.write_text("self.use_triton_kernels = capabilities.supports_triton\n")
+    assert sglang_setup(str(tmp_path)).block_sizes == ()
+    assert sglang_setup(str(tmp_path)).features(SGLANG_ADAPTER.features).block_sizes == (1, 4)

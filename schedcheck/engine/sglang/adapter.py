@@ -40,13 +40,14 @@ class _Built:
         return run_sglang(self.build, workload, setup.modes[0], beat)
 
 
-def built(root: str, loops: tuple[str, ...]) -> Build:
-    """SGLang from `root` imported and warmed up in each of `loops`: its lazy imports
-    happen now, and a release this driver cannot drive is told now (RuntimeError)."""
+def built(root: str, loops: tuple[str, ...], pages: tuple[int, ...] = ()) -> Build:
+    """SGLang from `root` imported and warmed up in each of `loops` (at the page sizes
+    `pages`, () every one): its lazy imports happen now, and a release this driver cannot
+    drive is told now (RuntimeError)."""
     if root not in sys.path:
         sys.path.insert(0, root)
     build = Build()
-    warm(build, loops)
+    warm(build, loops, pages)
     return build
 
 
@@ -91,6 +92,11 @@ class Sglang:
             f"{loop} ({'release default' if loop == default else 'chosen'})" for loop in setup.modes
         ]
         lines = [f"loop: {', '.join(said)}"]
+        if setup.block_sizes:
+            lines.append(
+                "pages: of 1 slot only (this release's paged allocator runs its triton "
+                "kernels whatever the device: no CPU path)"
+            )
         if len(setup.modes) > 1:
             lines.append(f"modes: {', '.join(setup.modes)} (drawn per workload)")
         return [
@@ -101,7 +107,11 @@ class Sglang:
 
     def box(self, setup: EngineSetup, scratch: Path) -> Path:
         path = scratch / SETUP_FILE
-        path.write_text(json.dumps({"root": setup.root, "modes": list(setup.modes)}))
+        path.write_text(
+            json.dumps(
+                {"root": setup.root, "modes": list(setup.modes), "pages": list(setup.block_sizes)}
+            )
+        )
         return path
 
     def calls(self, workload: EngineWorkload) -> int:
@@ -114,7 +124,7 @@ class Sglang:
         config) is read now, before the box."""
         try:
             read = json.loads(Path(path).read_text())
-            return built(read["root"], tuple(read["modes"]))
+            return built(read["root"], tuple(read["modes"]), tuple(read.get("pages", ())))
         except (Exception, SystemExit) as e:  # SGLang's import or our warm-up on it: not ours
             return LoadError(f"{type(e).__name__}: {e}")
 
@@ -122,7 +132,7 @@ class Sglang:
         return _Built(read)
 
     def load(self, setup: EngineSetup) -> _Built:
-        return _Built(built(setup.root, setup.modes))
+        return _Built(built(setup.root, setup.modes, setup.block_sizes))
 
     def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
         return True, None  # chunked prefill is on in every config it is built with

@@ -44,6 +44,14 @@ def overlaps_by_default(folder: Path) -> bool:
     )
 
 
+def pages_on_a_cpu(folder: Path) -> bool:
+    """Whether the release's paged allocator (pages over 1 slot) has a CPU path: 0.5.22 on
+    choose torch code where triton is missing (`use_triton_kernels`, `alloc_*_naive`);
+    before, it calls its triton kernels whatever the device, and only pages of 1 run here."""
+    paged = folder / "srt" / "mem_cache" / "allocator" / "paged.py"
+    return "use_triton_kernels" in (paged.read_text() if paged.is_file() else "")
+
+
 def sglang_setup(path: str | None, args: argparse.Namespace | None = None) -> EngineSetup:
     """The setup for `schedcheck engine --engine sglang [PATH]`: where SGLang is, and the
     loops its runs draw from (--loop, --modes over the release's default). SetupError
@@ -73,6 +81,7 @@ def sglang_setup(path: str | None, args: argparse.Namespace | None = None) -> En
     first = asked or default
     loops = [first, *(loop for loop in LOOPS if loop != first and every)]
     options = [*(["--loop", asked] if asked else []), *(["--modes", "all"] if every else [])]
+    paged = pages_on_a_cpu(root / "sglang")
     return EngineSetup(
         root=str(root),
         package="sglang",
@@ -86,4 +95,5 @@ def sglang_setup(path: str | None, args: argparse.Namespace | None = None) -> En
         modes=tuple(loops),
         reaches=(SKIPPED,),
         config={"overlap_default": overlap},
+        block_sizes=() if paged else (1,),
     )

@@ -84,11 +84,14 @@ WARM = tuple(
 )
 
 
-def warm(build: Build, loops: tuple[str, ...]) -> None:
-    """Run WARM in each of `loops`: SGLang's lazy imports happen now, before a box is
-    entered, and a release this driver does not fit is told now (RuntimeError)."""
+def warm(build: Build, loops: tuple[str, ...], pages: tuple[int, ...] = ()) -> None:
+    """Run WARM in each of `loops` (at the page sizes `pages`, () every one): SGLang's lazy
+    imports happen now, before a box is entered, and a release this driver does not fit is
+    told now (RuntimeError)."""
     for loop in loops:
         for workload in WARM:
+            if pages and workload.config.block_size not in pages:
+                continue
             failure = run_sglang(build, workload, loop).failure
             if failure is not None:
                 raise RuntimeError(

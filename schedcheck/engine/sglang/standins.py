@@ -90,7 +90,7 @@ def _settle_transformers() -> None:
     # asks for torchvision (its file names TorchvisionBackend), and SGLang registers its
     # processors on it at import: the real class is importable, and put back
     auto = importlib.import_module("transformers.models.auto.image_processing_auto")
-    top = sys.modules["transformers"]  # its lazy module, replaced while it imports
+    top: Any = sys.modules["transformers"]  # its lazy module, replaced while it imports
     if getattr(top, "AutoImageProcessor", None) is not auto.AutoImageProcessor:
         top.AutoImageProcessor = auto.AutoImageProcessor
 
