@@ -211,7 +211,8 @@ class Build:
             scheduler = self.module.Scheduler(args, self.ports, 0, 0, 0, 0, 0, 0, None)
         assert self.channels is not None
         if overlap:  # what event_loop_overlap and run_event_loop set before their loop
-            scheduler.enable_skip_finishing_decode = True
+            if hasattr(scheduler, "enable_skip_finishing_decode"):  # 0.5.20 on
+                scheduler.enable_skip_finishing_decode = True
             scheduler.result_queue = deque()
         # run_event_loop's: a write-after-read barrier for CUDA streams only
         scheduler._war_barrier_enabled = False
