@@ -146,3 +146,18 @@ def test_e13_fires_on_a_running_request_left_out_of_a_step_with_room() -> None:
     (v,) = [v for v in fired(broken) if v.check == "E13"]
     assert v.step == 3 and v.seq_ids == ("r3",)
     assert "though it scheduled 1 of max_num_batched_tokens 3 and 1 of max_num_seqs 3" in v.message
+
+
+def test_the_prefix_cache_index_is_read_in_each_releases_shape() -> None:
+    """Its `_cache` maps a hash key to a block (0.11 to 0.2x), to a dict of the blocks cached
+    under it (several, up to 0.33), or to a block id, the ids of a key cached by several
+    blocks kept apart in `_dup_ids` (0.34)."""
+    from types import SimpleNamespace
+
+    from schedcheck.engine.vllm.drive import VllmDriver
+
+    one, two = SimpleNamespace(block_id=1), SimpleNamespace(block_id=2)
+    old = SimpleNamespace(_cache={"a": one, "b": {1: one, 2: two}})
+    assert VllmDriver._index(old) == [("a", 1), ("b", 1), ("b", 2)]
+    new = SimpleNamespace(_cache={"a": 1, "b": 1}, _dup_ids={"b": {1: None, 2: None}})
+    assert VllmDriver._index(new) == [("a", 1), ("b", 1), ("b", 2)]

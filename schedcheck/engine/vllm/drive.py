@@ -331,10 +331,8 @@ class VllmDriver:
         blocks = tuple(Block(int(b.ref_cnt), *self.hashes.read(b.block_hash)) for b in pool.blocks)
         reserved = (int(pool.null_block.block_id),)
         index: list[tuple[int, int]] = []
-        for key, held in pool.cached_block_hash_to_block._cache.items():
-            number = self.hashes.read(key)[0]
-            for block in [held] if hasattr(held, "block_id") else held.values():
-                index.append((number, int(block.block_id)))
+        for key, number in self._index(pool.cached_block_hash_to_block):
+            index.append((self.hashes.read(key)[0], number))
         live = self.scheduler.requests
         return Pool(
             blocks,
@@ -368,6 +366,23 @@ class VllmDriver:
                 if not r.is_finished()
             ),
         )
+
+    @staticmethod
+    def _index(cache: Any) -> list[tuple[Any, int]]:
+        """The prefix cache's entries, (hash key, block id): up to 0.33 its `_cache` maps a
+        key to a block, or to a dict of the blocks cached under it; 0.34 to a block id, the
+        ids of a key cached by several blocks kept apart in `_dup_ids`."""
+        entries: list[tuple[Any, int]] = []
+        several = getattr(cache, "_dup_ids", {})
+        for key, held in cache._cache.items():
+            if isinstance(held, int):
+                ids = list(several[key]) if key in several else [held]
+            elif hasattr(held, "block_id"):
+                ids = [held.block_id]
+            else:
+                ids = [block.block_id for block in held.values()]
+            entries.extend((key, int(b)) for b in ids)
+        return entries
 
     def _waiting(self) -> list[Any]:
         """The waiting requests. 0.20 to 0.30 keep those it skipped (waiting for a grammar,
