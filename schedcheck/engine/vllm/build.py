@@ -242,10 +242,11 @@ class Build:
             import numpy
 
             tokens = [numpy.array(t, dtype=numpy.int64) for t in tokens]
+        index = {name: i for i, name in enumerate(order)}
         return self.v.ModelRunnerOutput(
             req_ids=list(order),
-            req_id_to_index={name: i for i, name in enumerate(order)},
             sampled_token_ids=tokens,
+            **({"req_id_to_index": index} if self.v.takes_index else {}),
             **self.v.runner_output_required,
         )
 
@@ -297,6 +298,9 @@ class _Vllm:
         self.resets_running: bool = "reset_running_requests" in reset
         fields = {f.name: f for f in dataclasses.fields(self.ModelRunnerOutput)}
         self.sampled_arrays: bool = "ndarray" in str(fields["sampled_token_ids"].type)
+        # up to 0.33 the output maps each request to its row (req_id_to_index); 0.34 has
+        # the scheduler derive it from req_ids
+        self.takes_index: bool = "req_id_to_index" in fields
         empty: dict[str, Any] = {"logprobs": None, "prompt_logprobs_dict": {}, "pooler_output": []}
         self.runner_output_required: dict[str, Any] = {
             name: value
