@@ -255,12 +255,18 @@ class SglangDriver:
             )
         )
 
+    update_call = TRAITS.update_call
+
     def self_check(self) -> None:
-        """SGLang's own pool check, where its loop makes it when asked
+        """The rows of requests (Reader.rows_problem), and SGLang's own pool check, where
+        its loop makes it when asked
         (SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY): free + evictable + protected + each
         request's private slots = the pool. It asserts; a failed assert is E3, with its
         message (it is skipped, as SGLang skips it, while no batch ran last)."""
         s = self.scheduler
+        rows = self.run.read("req_to_token_pool", lambda: self.reader.rows_problem(self.reqs))
+        if rows is not None:
+            raise Stop(EngineFailure("E3", self.run.step, self.update_call, rows))
         if s.last_batch is None:
             return
         try:

@@ -128,6 +128,33 @@ class Reader:
             tuple(self.names.get(str(r.rid), str(r.rid)) for r in s.waiting_queue),
         )
 
+    def rows_problem(self, seen: dict[str, Any]) -> str | None:
+        """The request rows (`req_to_token`'s, 1 .. size; row 0 is padding): free
+        (`free_slots`) or held by a request not finished, each exactly once; a row in
+        neither is leaked (the check SGLang makes when idle, `_check_req_pool`, made after
+        every step here)."""
+        pool = self.scheduler.req_to_token_pool
+        free = [int(r) for r in pool.free_slots]
+        held = {
+            int(req.kv.req_pool_idx): name
+            for name, req in seen.items()
+            if req.kv.req_pool_idx is not None and not req.finished()
+        }
+        rows = set(range(1, int(pool.size) + 1))
+        twice = sorted(r for r in set(free) if free.count(r) > 1)
+        if twice:
+            return f"row {twice[0]} of req_to_token is free twice (freed twice?)"
+        both = sorted(set(free) & set(held))
+        if both:
+            return f"row {both[0]} is free, but {held[both[0]]} holds it"
+        lost = sorted(rows - set(free) - set(held))
+        if lost:
+            return (
+                f"row {lost[0]} of req_to_token is neither free nor held by a running "
+                "request: leaked"
+            )
+        return None
+
     def tree(self) -> Iterator[tuple[list[int], tuple[int, ...], int]]:
         """Each node of the radix tree holding KV on the device: its slots, the prefix its
         path names (through its own tokens), its lock count (the tree's Python core)."""

@@ -57,6 +57,11 @@ def hit_on_freed(scheduler: Any) -> None:
     tree.free_kv_row = from_zero
 
 
+def row_kept(scheduler: Any) -> None:
+    """A finished or retracted request's row of req_to_token is never given back."""
+    scheduler.req_to_token_pool.free = lambda *args, **kwargs: None
+
+
 MUTANTS = (
     SglangMutant("double_free", "E3", "a request's released slots freed twice", double_free),
     SglangMutant("lock_kept", "E3", "a tree lock not released when a request ends", lock_kept),
@@ -64,4 +69,5 @@ MUTANTS = (
         "requeue_at_head", "E14", "a retracted request requeued at the head", requeue_at_head
     ),
     SglangMutant("hit_on_freed", "E3", "a cache hit on slots that were freed", hit_on_freed),
+    SglangMutant("row_kept", "E3", "a request's row never given back", row_kept),
 )
