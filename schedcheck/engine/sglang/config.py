@@ -14,7 +14,7 @@ from schedcheck.engine.adapter import EngineSetup, SetupError
 from schedcheck.engine.sglang.drive import LOOPS, RUNNER
 from schedcheck.engine.strategies import SKIPPED
 
-__all__ = ["overlaps_by_default", "sglang_setup"]
+__all__ = ["overlaps_by_default", "pages_on_a_cpu", "sglang_setup"]
 
 EXTRA = (
     "python -m pip install 'schedcheck[sglang]', or .ci/install-sglang on a machine without "
