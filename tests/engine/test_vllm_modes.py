@@ -152,3 +152,17 @@ def test_a_mode_name_parses_back_and_a_wrong_one_is_refused() -> None:
         assert Mode.parse(name).name == name
     with pytest.raises(ValueError, match="'async-v3' is no vLLM mode"):
         Mode.parse("async-v3")
+
+
+def test_a_release_without_the_v1_runner_speaks_v2_alone(tmp_path: Path) -> None:
+    """0.34 removed the v1 model runner (and its scheduler's switch): v2 is its only
+    protocol, and its default, though its scheduler names no `use_v2_model_runner`."""
+    tree(tmp_path, overlaps=True, by_default=True, v2=False, v2_default=False)
+    worker = tmp_path / "vllm" / "v1" / "worker"
+    (worker / "gpu").mkdir(parents=True)
+    (worker / "gpu" / "model_runner.py").write_text("class GPUModelRunner: ...\n")
+    has = release(tmp_path)
+    assert has.protocols == ("v2",) and has.protocol_by_default == "v2"
+    assert [m.name for m in has.modes()] == ["async-v2", "sync-v2"]
+    (worker / "gpu_model_runner.py").write_text("class GPUModelRunner: ...\n")
+    assert release(tmp_path).protocols == ("v1",)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from schedcheck.engine.vllm.modes import ARCHITECTURE, Mode
+from schedcheck.engine.vllm.modes import ARCHITECTURE, Mode, v2_only
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
 # A model vLLM can read a config of without weights: one tiny llama layer. Only the KV
@@ -118,6 +118,8 @@ class Build:
         from vllm.v1.structured_output import StructuredOutputManager
 
         self.version: str = vllm.__version__
+        # the v1 model runner removed (0.34): its scheduler speaks the v2 protocol alone
+        self.v2_only = v2_only(Path(vllm.__file__).parent)
         self.v = _Vllm(
             CacheConfig,
             DeviceConfig,
@@ -197,10 +199,13 @@ class Build:
             log_stats=False,
             **({"block_size": c.block_size} if v.takes_block_size else {}),
         )
-        if mode.protocol == "v2":
-            if not hasattr(scheduler, "use_v2_model_runner"):
-                raise RuntimeError(f"vLLM {self.version}'s Scheduler has no v2 runner protocol")
+        switch = hasattr(scheduler, "use_v2_model_runner")
+        if mode.protocol == "v2" and switch:
             scheduler.use_v2_model_runner = True
+        elif mode.protocol == "v2" and not self.v2_only:
+            raise RuntimeError(f"vLLM {self.version}'s Scheduler has no v2 runner protocol")
+        elif mode.protocol == "v1" and self.v2_only:
+            raise RuntimeError(f"vLLM {self.version} has no v1 model runner (v2 only)")
         scheduler.schedcheck_hasher = v.kv_cache_utils.get_request_block_hasher(
             c.block_size, hashes
         )

@@ -12,7 +12,8 @@ list). Each fact is read where the release states it, not from its version numbe
   default for the harness's model (a dense llama) where `VllmConfig.use_v2_model_runner`
   turns it on unless a feature is unsupported (`_get_v2_model_runner_unsupported_features`)
   and, where the release names the architectures it runs by default
-  (`DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`, 0.2x), names llama's;
+  (`DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`, 0.2x), names llama's; and it is the only one
+  where the release has removed the v1 runner (0.34: no `v1/worker/gpu_model_runner.py`);
 - its engine core looks at the device where `EngineCore.step_with_batch_queue` asks
   whether the oldest batch is `done()`: then a batch the device finished before the core
   looked is updated at once (which the workloads draw: EngineWorkload.early).
@@ -24,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ARCHITECTURE", "Mode", "Release", "release"]
+__all__ = ["ARCHITECTURE", "Mode", "Release", "release", "v2_only"]
 
 ARCHITECTURE = "LlamaForCausalLM"  # the model the harness configures (build.py's MODEL)
 
@@ -101,14 +102,27 @@ def release(root: Path) -> Release:
         v2_by_default = f'"{ARCHITECTURE}"' in listed.group(1)
     core = _text(package / "v1" / "engine" / "core.py")
     step = core.partition("def step_with_batch_queue")[2].partition("\n    def ")[0]
+    protocols = ("v1", "v2") if v2 else ("v1",)
+    if v2_only(package):  # 0.34: the v1 runner removed, its scheduler speaking v2 alone
+        protocols, v2_by_default = ("v2",), True
     return Release(
         overlaps,
         overlaps_by_default,
-        ("v1", "v2") if v2 else ("v1",),
+        protocols,
         "v2" if v2_by_default else "v1",
         ".done()" in step,
         "_process_aborts_queue" in core,
     )
+
+
+def v2_only(package: Path) -> bool:
+    """Whether the release has the v2 model runner only (0.34: `v1/worker/gpu_model_runner.py`
+    gone, `v1/worker/gpu/model_runner.py` there; its scheduler has no switch, and sends a
+    resumed request as new)."""
+    worker = package / "v1" / "worker"
+    return (worker / "gpu" / "model_runner.py").is_file() and not (
+        worker / "gpu_model_runner.py"
+    ).is_file()
 
 
 def _text(path: Path) -> str:
