@@ -32,7 +32,9 @@ class IsolatedEngine:
         limits = replace(limits, start_timeout=max(limits.start_timeout, adapter.start_timeout))
         self.scratch = Path(tempfile.mkdtemp(prefix="schedcheck-engine-"))
         try:
-            self.worker = Sandbox(adapter.box(setup, self.scratch), limits, adapter.worker)
+            self.worker = Sandbox(
+                adapter.box(setup, self.scratch), limits, adapter.worker, what="the engine"
+            )
             self.worker.start()
         except BaseException:
             shutil.rmtree(self.scratch, ignore_errors=True)

@@ -145,8 +145,10 @@ class Sandbox:
         limits: Limits | None,
         worker: str,
         referee: bool = False,
+        what: str = "the submission",
     ) -> None:
         self.path = str(Path(path).resolve())
+        self.what = what  # how its messages name the code under test
         self.worker = worker  # the module the worker runs: a submission's, or an engine's
         self.is_referee = referee  # the reference, run to tell whose fault an error is
         self._serial = 0  # the last command's number: a reply must carry it
@@ -235,7 +237,7 @@ class Sandbox:
             raise CheckerError(what)
         if ready.get("load_error"):
             self.stop()
-            raise SubmissionError(f"the submission could not be loaded: {ready['load_error']}")
+            raise SubmissionError(f"{self.what} could not be loaded: {ready['load_error']}")
         if ready.get("problems"):
             self.stop()
             raise SubmissionError(

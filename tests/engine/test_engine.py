@@ -376,3 +376,18 @@ def test_an_engine_that_raises_on_import_fails_e6_not_ours(
     assert main(["engine", str(root), *where]) == faults.FAIL
     out = capfd.readouterr().out
     assert "E6: the engine raised while it was loaded" in out and "boom at import" in out
+
+
+def test_an_engine_that_raises_at_import_is_named_an_engine_not_a_submission(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its import runs in its worker; the report says the engine could not be loaded (E6,
+    nano-vllm's own fault), in the words of an engine, not of a student's file."""
+    broken = tmp_path / "broken"
+    shutil.copytree(CORRECT, broken)
+    with (broken / "nanovllm" / "engine" / "scheduler.py").open("a") as f:
+        f.write('\nraise RuntimeError("boom at import")\n')
+    assert main(["engine", str(broken), "--examples", "5"]) == faults.FAIL
+    out = capsys.readouterr().out
+    assert "the engine could not be loaded: RuntimeError: boom at import" in out
+    assert "submission" not in out
