@@ -159,16 +159,24 @@ def check_e10(trace: EngineTrace) -> Iterator[Violation]:
     previous step and the statuses after this schedule()."""
     order = {r.name: i for i, r in enumerate(sorted(trace.workload.requests, key=_arrival))}
     priority = {r.name: r.priority for r in trace.workload.requests}
+    for step, _, running, victims, now in _preemptions(trace):
+        problem = _victim_problem(trace, running, victims, now.waiting, order, priority)
+        if problem is not None:
+            yield Violation("E10", step, "schedule()", problem, tuple(victims))
+            return  # the first wrong preemption tells the story
+
+
+def _preemptions(trace: EngineTrace) -> Iterator[tuple[int, Pool, list[str], list[str], Pool]]:
+    """Per step after the first: the step, the pool before it, the requests running before
+    it and not finished by its schedule(), those of them it sent back to waiting (its
+    victims), and the pool after its schedule() (E10's and E14's reading)."""
     previous = None
     for step in trace.steps:
         now = step.after_schedule
         if previous is not None:
             running = [n for n in previous.running if now.status.get(n) != "FINISHED"]
             victims = [n for n in running if now.status.get(n) == "WAITING"]
-            problem = _victim_problem(trace, running, victims, now.waiting, order, priority)
-            if problem is not None:
-                yield Violation("E10", step.step, "schedule()", problem, tuple(victims))
-                return  # the first wrong preemption tells the story
+            yield step.step, previous, running, victims, now
         previous = step.after_postprocess or now
 
 
@@ -411,17 +419,11 @@ def check_e14(trace: EngineTrace) -> Iterator[Violation]:
     output counts are those the pool holds after the previous step (SGLang's adapter keeps
     there what SGLang holds, not the tokens in flight)."""
     prompts = {r.name: len(r.prompt) for r in trace.workload.requests}
-    previous = None
-    for step in trace.steps:
-        now = step.after_schedule
-        if previous is not None:
-            running = [n for n in previous.running if now.status.get(n) != "FINISHED"]
-            victims = [n for n in running if now.status.get(n) == "WAITING"]
-            problem = _retraction_problem(previous, running, victims, now.waiting, prompts)
-            if problem is not None:
-                yield Violation("E14", step.step, "schedule()", problem, tuple(victims))
-                return  # the first wrong retraction tells the story
-        previous = step.after_postprocess or now
+    for step, before, running, victims, now in _preemptions(trace):
+        problem = _retraction_problem(before, running, victims, now.waiting, prompts)
+        if problem is not None:
+            yield Violation("E14", step, "schedule()", problem, tuple(victims))
+            return  # the first wrong retraction tells the story
 
 
 def _retraction_problem(
