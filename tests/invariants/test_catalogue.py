@@ -47,23 +47,9 @@ OLD_GRADE_GROUPS: dict[str, tuple[str, ...]] = {
 }
 OLD_INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1")
 OLD_EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
-# E10: vLLM; E11 and E12: its async scheduling; E13: its running pass (issue 35)
-OLD_ENGINE_IDS = (
-    "E1",
-    "E2",
-    "E3",
-    "E4",
-    "E5",
-    "E6",
-    "E7",
-    "E8",
-    "E9",
-    "E10",
-    "E11",
-    "E12",
-    "E13",
-    "E14",
-)
+# E10: vLLM; E11 and E12: its async scheduling; E13: its running pass (issue 35); E14:
+# SGLang's retraction (issue 36)
+OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 15))  # E1 .. E14
 OLD_POLICIES = {"E4": True, "E9": False, "E10": False, "E13": False, "E14": False}
 
 
