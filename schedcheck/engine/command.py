@@ -103,12 +103,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         choices=("default", "all"),
         help="vLLM: which modes the search draws from: the one the options name (default), "
         "or every combination of scheduling and runner protocol the release has (all); "
-        "SGLang: both event loops (all)",
+        "SGLang and nano-vllm: both loops (all)",
     )
     engine.add_argument(
         "--loop",
-        choices=("overlap", "normal"),
-        help="SGLang: its event loop (default: the release's, overlap since 0.4)",
+        choices=("overlap", "normal", "own", "scheduler"),
+        help="nano-vllm: its own LLMEngine.step() and model runner (own, the default where "
+        "torch is installed) or schedcheck's loop over its Scheduler (scheduler); SGLang: its "
+        "event loop (overlap or normal; default: the release's, overlap since 0.4)",
     )
     engine.add_argument(
         "--prefill",

@@ -22,6 +22,8 @@ from schedcheck.engine.trace import EngineTrace, Pool, Scheduled
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
 
+__all__ = ["Written", "check_e2", "held", "holds", "show", "span"]
+
 Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at which step
 
 
@@ -44,15 +46,15 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 slot = _slot(seq, q, bs)
                 want = seq.token_ids[: q + 1]
                 found = slots.get(slot) if slot is not None else None
-                if _holds(found, q, want):
+                if holds(found, q, want):
                     continue
                 where = "outside its block table" if slot is None else f"slot {slot}"
                 yield Violation(
                     "E2",
                     step.step,
                     "model runner",
-                    f"{seq.name} attends to position {q} at {where}, which holds {_held(found)}, "
-                    f"not position {q} of its own {_show(want)}",
+                    f"{seq.name} attends to position {q} at {where}, which holds {held(found)}, "
+                    f"not position {q} of its own {show(want)}",
                     (seq.name,),
                 )
                 break  # one per sequence per step: the first wrong read tells the story
@@ -70,14 +72,14 @@ def _promised(
         for j in range(bs if first >= 0 else 0):
             p = first + j
             found = slots.get(b * bs + j)
-            if _holds(found, p, prefix[: p + 1]):
+            if holds(found, p, prefix[: p + 1]):
                 continue
             yield Violation(
                 "E2",
                 step,
                 traits.update_call,
                 f"block {b} is in the prefix cache as hash #{number}, the prefix "
-                f"{_show(prefix)}, but its slot {b * bs + j} holds {_held(found)}, not "
+                f"{show(prefix)}, but its slot {b * bs + j} holds {held(found)}, not "
                 f"position {p} "
                 "of that prefix: a request with this prefix would read it",
                 (),
@@ -85,16 +87,16 @@ def _promised(
             return  # the first broken promise tells the story
 
 
-def _holds(found: Written | None, position: int, prefix: tuple[int, ...]) -> bool:
+def holds(found: Written | None, position: int, prefix: tuple[int, ...]) -> bool:
     """Whether a slot holds the KV of `position` of `prefix`."""
     return found is not None and found[0] == position and found[1] == prefix
 
 
-def _held(found: Written | None) -> str:
+def held(found: Written | None) -> str:
     """What a slot holds, in words."""
     if found is None:
         return "nothing"
-    return f"position {found[0]} of {_show(found[1])} (written for {found[2]} at step {found[3]})"
+    return f"position {found[0]} of {show(found[1])} (written for {found[2]} at step {found[3]})"
 
 
 def span(seq: Scheduled) -> tuple[int, int]:
@@ -115,5 +117,5 @@ def _last_slot(seq: Scheduled, p: int, block_size: int) -> int | None:
     return seq.block_table[-1] * block_size + p % block_size
 
 
-def _show(tokens: tuple[int, ...]) -> str:
+def show(tokens: tuple[int, ...]) -> str:
     return "[" + " ".join(map(str, tokens)) + "]"

@@ -12,17 +12,23 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from dataclasses import dataclass
+from typing import Any
+
 from schedcheck import faults
+from schedcheck.drive.driver import describe
 from schedcheck.engine.adapter import EngineSetup, Features
-from schedcheck.engine.nanovllm.config import read_setup
+from schedcheck.engine.nanovllm.build import NOT_RUN, WORLD, Package, load_package
+from schedcheck.engine.nanovllm.config import loops_line, own_step, read_setup
 from schedcheck.engine.nanovllm.drive import run_engine, traits_of
-from schedcheck.engine.nanovllm.loader import Engine, load_engine, read_sources
+from schedcheck.engine.nanovllm.loader import load_engine, preload_imports, read_sources
 from schedcheck.engine.nanovllm.runners import RUNNERS
+from schedcheck.engine.nanovllm.step import TRAITS as OWN_TRAITS
+from schedcheck.engine.nanovllm.step import run_own_step
 from schedcheck.engine.run import bound
-from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.trace import UNDRIVABLE, EngineFailure, EngineTrace
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineWorkload
-from schedcheck.sandbox.process import DEFAULT_MEMORY_MB
 
 __all__ = ["ADAPTER", "NanoVllm"]
 
@@ -31,16 +37,55 @@ __all__ = ["ADAPTER", "NanoVllm"]
 PRELOAD = ("array", "hashlib", "inspect", "pickle", "zlib", "xxhash", "numpy")
 
 
-class _InWorker:
-    """The engine loaded inside its worker's box."""
+@dataclass(frozen=True)
+class Read:
+    """What the worker reads before its box: the package's sources, and whether its whole
+    engine is to be imported (its own step can be driven here: torch imported already)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    sources: dict[str, str]
+    whole: bool
+
+
+class _InWorker:
+    """The engine loaded inside its worker's box: for its own step where it can be, and as
+    schedcheck's loop drives its Scheduler."""
+
+    def __init__(self, root: str, read: Read, package: str) -> None:
+        self.package: Package | None = None
+        self.unloaded = ""
+        if read.whole:
+            try:
+                self.package = load_package(root, read.sources, package)
+            except Exception as e:  # its import: the own step cannot run, the other may
+                self.unloaded = describe(e, None, root)
+        self.engine = (
+            self.package.engine()
+            if self.package is not None
+            else load_engine(root, read.sources, package)
+        )
+
+    def install(self) -> None:
+        """Its modules the ones `sys.modules` names (another checkout may be loaded since)."""
+        if self.package is not None:
+            self.package.install()
+        else:
+            self.engine.install()
 
     def run(
         self, workload: EngineWorkload, setup: EngineSetup, beat: Callable[[int, str], None] | None
     ) -> EngineTrace:
-        return run_engine(self.engine, workload, setup, beat)
+        if (workload.config.mode or setup.modes[0]) != "own":
+            return run_engine(self.engine, workload, setup, beat)
+        if self.package is None:
+            failure = EngineFailure(
+                UNDRIVABLE,
+                0,
+                "import",
+                "its engine could not be imported whole on a CPU, which its own step needs "
+                f"(--loop scheduler drives its Scheduler alone): {self.unloaded}",
+            )
+            return EngineTrace(workload, OWN_TRAITS, failure=failure)
+        return run_own_step(self.package, workload, given_config(setup), beat)
 
 
 class _Here(_InWorker):
@@ -49,8 +94,16 @@ class _Here(_InWorker):
     def run(
         self, workload: EngineWorkload, setup: EngineSetup, beat: Callable[[int, str], None] | None
     ) -> EngineTrace:
-        self.engine.install()
-        return run_engine(self.engine, workload, setup, beat)
+        self.install()
+        return super().run(workload, setup, beat)
+
+
+def given_config(setup: EngineSetup) -> dict[str, Any]:
+    """The Config fields --config set (the rest are the fork's own defaults, which its own
+    Config gives itself)."""
+    options = setup.options
+    keys = [options[i + 1].partition("=")[0].strip() for i, o in enumerate(options) if o == "--config"]
+    return {k: setup.config[k] for k in keys if k in setup.config}
 
 
 class NanoVllm:
@@ -58,17 +111,24 @@ class NanoVllm:
     title = "nano-vllm"
     features = Features()
     policies_on: frozenset[str] = frozenset()
-    options = frozenset({"package", "config", "runner", "prefill"})
-    memory_mb = DEFAULT_MEMORY_MB
-    start_timeout = 0.0  # the sandbox's own
+    options = frozenset({"package", "config", "runner", "prefill", "loop", "modes"})
+    memory_mb = 4096  # torch maps gigabytes of address space before a step is run
+    start_timeout = 60.0  # importing torch, and the fork's whole engine
     worker = "schedcheck.engine.nanovllm.worker"
     preload: tuple[str, ...] = PRELOAD
 
     def setup(self, path: str | None, args: argparse.Namespace) -> EngineSetup:
-        return read_setup(path, args.package, args.config, args.runner)
+        return read_setup(
+            path,
+            args.package,
+            args.config,
+            args.runner,
+            getattr(args, "loop", None),
+            getattr(args, "modes", None),
+        )
 
     def traits(self, setup: EngineSetup) -> Traits:
-        return traits_of(setup)
+        return OWN_TRAITS if setup.modes[0] == "own" else traits_of(setup)
 
     def shown(self, setup: EngineSetup) -> str:
         return f"{setup.root}/{setup.package}"
@@ -76,11 +136,20 @@ class NanoVllm:
     def header(self, setup: EngineSetup) -> list[str]:
         runner = RUNNERS[setup.runner]
         unset = f"; no value: {', '.join(setup.unset)}" if setup.unset else ""
-        return [
-            f"config: {setup.config_from}{unset}",
-            f"runner: {runner.name}, the model runner of {runner.source} ({setup.runner_from}): "
-            f"{runner.describe()}",
-        ]
+        lines = [f"config: {setup.config_from}{unset}", loops_line(setup)]
+        if "own" in setup.modes:
+            lines.append(
+                f"own step: {WORLD} tensor-parallel ranks played in this process (unless "
+                "--config tensor_parallel_size says otherwise); not run: the model's forward, "
+                "its sampler, and the ModelRunner's GPU set-up "
+                f"({', '.join(m for m in NOT_RUN)}, where it has them)"
+            )
+        if "scheduler" in setup.modes:
+            lines.append(
+                f"runner: {runner.name}, the model runner of {runner.source} "
+                f"({setup.runner_from}): {runner.describe()}"
+            )
+        return lines
 
     def box(self, setup: EngineSetup, scratch: Path) -> Path:
         return setup.folder  # its package's sources: the box holds a copy of them
@@ -92,14 +161,23 @@ class NanoVllm:
         per_step = 3 + workload.config.max_num_seqs
         return 1 + 3 * len(workload.requests) + (bound(workload) + 2) * per_step
 
-    def before_box(self, path: str) -> dict[str, str]:
-        return read_sources(path)  # the sources only: none of its code runs before the box
+    def before_box(self, path: str) -> Read:
+        """The sources (none of its code runs before the box); where its own step can be
+        driven, torch and the packages its modules import, which the box cannot reach."""
+        sources = read_sources(path)
+        root, package = os.path.dirname(path), os.path.basename(path)
+        whole = own_step(Path(root), package) is None
+        if whole:
+            preload_imports(sources, package)
+        return Read(sources, whole)
 
-    def in_box(self, path: str, read: dict[str, str]) -> _InWorker:
-        return _InWorker(load_engine(os.path.dirname(path), read, os.path.basename(path)))
+    def in_box(self, path: str, read: Read) -> _InWorker:
+        return _InWorker(os.path.dirname(path), read, os.path.basename(path))
 
     def load(self, setup: EngineSetup) -> _Here:
-        return _Here(load_engine(setup.root, package=setup.package))
+        sources = read_sources(setup.folder)
+        whole = "own" in setup.modes and own_step(Path(setup.root), setup.package) is None
+        return _Here(setup.root, Read(sources, whole), setup.package)
 
     def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
         chunked = {"chunked": True, "whole": False}.get(asked or "")

@@ -23,6 +23,8 @@ from schedcheck.engine.nanovllm.runners import RUNNERS
 
 # The modules the driver imports from the package (and sampling_params.py where it is).
 MODULES = ("engine/sequence.py", "engine/block_manager.py", "engine/scheduler.py")
+# What its own step needs besides (build.py, step.py: --loop own).
+OWN_STEP = ("engine/llm_engine.py", "engine/model_runner.py")
 # The Config fields every workload sets itself (docs/engines.md): --config cannot.
 DRAWN = (
     "max_num_seqs",
@@ -317,18 +319,65 @@ def runner_writes(root: Path, package: str) -> list[str]:
     return written
 
 
+LOOPS = ("own", "scheduler")
+"""How a workload steps the engine: through its own LLMEngine.step() and model runner
+(build.py, step.py), or schedcheck's loop over its Scheduler (drive.py)."""
+
+
+def own_step(root: Path, package: str) -> str | None:
+    """Why the checkout's own step cannot be driven here (None: it can)."""
+    lacking = [f"{package}/{m}" for m in OWN_STEP if not (root / package / m).is_file()]
+    if lacking:
+        return f"it has no {' or '.join(lacking)}"
+    if importlib.util.find_spec("torch") is None:
+        return (
+            "torch is not installed here (its model runner imports it; a CPU build serves: "
+            "python -m pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+        )
+    return None
+
+
+def choose_loops(root: Path, package: str, asked: str | None, every: bool) -> tuple[str, ...]:
+    """The loops a run draws from, the first the default: its own step where it can be
+    driven here, else schedcheck's."""
+    if asked is not None and asked not in LOOPS:
+        raise SetupError(f"--loop {asked}: nano-vllm's loops are {', '.join(LOOPS)}")
+    why = own_step(root, package)
+    if why is not None and (asked == "own" or every):
+        raise SetupError(f"--loop own: {root / package}'s own step cannot be driven: {why}")
+    first = asked or ("own" if why is None else "scheduler")
+    return (first, *(loop for loop in LOOPS if loop != first and every))
+
+
+def loops_line(setup: EngineSetup) -> str:
+    """The report's line on the loops a run draws from, and why not its own step."""
+    said = {
+        "own": "own (its LLMEngine.step() and ModelRunner; the model and sampler simulated)",
+        "scheduler": "scheduler (schedcheck's loop over its Scheduler, a model runner of "
+        "its generation simulated)",
+    }
+    line = f"loop: {', '.join(said.get(loop, loop) for loop in setup.modes)}"
+    why = own_step(Path(setup.root), setup.package)
+    if "own" not in setup.modes and why is not None:
+        line += f"; not its own step: {why}"
+    return line
+
+
 def read_setup(
     path: str | None,
     package: str | None = None,
     config: list[str] | None = None,
     runner: str | None = None,
+    loop: str | None = None,
+    modes: str | None = None,
 ) -> EngineSetup:
     """The engine at PATH as the command line gives it; SetupError for a usage error."""
     root, name = locate(path, package)
     missing = missing_modules(root, name)
     if missing:
         raise SetupError(f"{root} is not a nano-vllm checkout: no {', '.join(missing)}")
-    written = runner_writes(root, name)
+    loops = choose_loops(root, name, loop, modes == "all")
+    written = runner_writes(root, name) if "scheduler" in loops else []
     if written:
         raise SetupError(
             f"{root / name} cannot be driven: its model runner changes the sequences it runs "
@@ -364,6 +413,15 @@ def read_setup(
     else:
         runner_from = "set with --runner"
         options += ["--runner", runner]
+    options += [*(["--loop", loop] if loop else []), *(["--modes", "all"] if modes == "all" else [])]
     return EngineSetup(
-        str(root), name, runner, runner_from, values, unset, config_from, tuple(options)
+        str(root),
+        name,
+        runner,
+        runner_from,
+        values,
+        unset,
+        config_from,
+        tuple(options),
+        modes=loops,
     )

@@ -10,6 +10,7 @@ what `engine/scheduler.py` and `sampling_params.py` import runs.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from schedcheck.engine.nanovllm.config import missing_modules
+from schedcheck.engine.nanovllm.standins import stood_in
 
 
 class ConfigUnset(AttributeError):
@@ -63,7 +65,7 @@ def read_sources(folder: str | Path) -> dict[str, str]:
     }
 
 
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class SourceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """`<package>.*` from the sources: packages empty, modules compiled from their text."""
 
     def __init__(self, root: Path, package: str, sources: dict[str, str]) -> None:
@@ -109,7 +111,7 @@ class Engine:
     Sequence: Any
     SamplingParams: Any
     modules: dict[str, types.ModuleType]  # its nanovllm.* modules, by name
-    finder: _Finder
+    finder: SourceFinder
 
     def install(self) -> None:
         """Make its modules the ones `sys.modules` names, its finder the first asked: pickle
@@ -131,8 +133,8 @@ def load_engine(
     sources = read_sources(root / package) if sources is None else sources
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
-    finder = _Finder(root, package, sources)
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, SourceFinder)]
+    finder = SourceFinder(root, package, sources)
     sys.meta_path.insert(0, finder)
     config = types.ModuleType(f"{package}.config")
     config.Config = Config  # type: ignore[attr-defined]
@@ -151,3 +153,52 @@ def load_engine(
         modules,
         finder,
     )
+
+
+# What a fork's whole engine needs of torch and the standard library beyond what its own
+# modules name (torch imports some of its parts lazily, on first use).
+OWN_STEP_PRELOAD = (
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch.utils._device",
+    "torch.distributed",
+    "torch.multiprocessing",
+    "multiprocessing.shared_memory",
+    "multiprocessing.synchronize",
+    "atexit",
+    "dataclasses",
+    "itertools",
+    "copy",
+)
+
+
+def imported(sources: dict[str, str], package: str) -> list[str]:
+    """The modules a package's sources import from outside it (read off their text): a
+    module named in `import a.b`, and `a.b` and `a.b.c` for `from a.b import c`."""
+    names: list[str] = []
+    for text in sources.values():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.append(node.module)
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+    own = (package, *stood_in())
+    return sorted({n for n in names if n.split(".")[0] not in own})
+
+
+def preload_imports(sources: dict[str, str], package: str) -> list[str]:
+    """Import, before the box, what the fork's whole engine will import inside it (its code
+    does not run: only the installed packages it names); the names that did not import."""
+    failed = []
+    for name in (*OWN_STEP_PRELOAD, *imported(sources, package)):
+        try:
+            importlib.import_module(name)
+        except Exception:  # a name imported from a module, not a module; or not installed
+            failed.append(name)
+    return failed

@@ -59,3 +59,17 @@ RUNNERS = {
 }
 NAMES = tuple(sorted(RUNNERS))
 """The runners a nano-vllm checkout can be driven with (`--runner`)."""
+
+OWN = Runner(
+    "own",
+    "num_cached_tokens",
+    "count",
+    "num_scheduled_tokens",
+    False,
+    "position",
+    "the fork's own ModelRunner: each step's rows as its prepare_* computed them and the "
+    "simulated model read them",
+)
+"""A run through the fork's own step (--loop own): the rows are what its runner computed,
+observed, not a rule's; its tensor-parallel copies are checked by a worker rank, not by E8
+on a trace's pickled copies."""

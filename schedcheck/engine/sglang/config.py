@@ -77,6 +77,8 @@ def sglang_setup(path: str | None, args: argparse.Namespace | None = None) -> En
     overlap = overlaps_by_default(root / "sglang")
     default = LOOPS[0] if overlap else LOOPS[1]
     asked = getattr(args, "loop", None)
+    if asked is not None and asked not in LOOPS:
+        raise SetupError(f"--loop {asked}: SGLang's loops are {', '.join(LOOPS)}")
     every = getattr(args, "modes", None) == "all"
     first = asked or default
     loops = [first, *(loop for loop in LOOPS if loop != first and every)]

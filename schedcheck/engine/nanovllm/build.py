@@ -1,0 +1,365 @@
+"""A fork's whole engine imported, and built for one workload, on a CPU (docs/engines.md,
+"nano-vllm's own step").
+
+Imported once per process (`load_package`): every module its `engine/llm_engine.py` pulls
+in, from the sources read before the box (loader.SourceFinder), with placeholders for the
+GPU stack (standins.py) and torch's CUDA host calls made CPU no-ops. Then, by name, in the
+fork's own modules, what needs a GPU, weights or other processes is replaced, once:
+
+- `torch.distributed`, `multiprocessing` (spawn), `SharedMemory`, `atexit`: ranks.py's
+  stand-ins, which play worker ranks in this process through the fork's own pickling,
+  shared memory protocol and loop;
+- `AutoConfig`, `AutoTokenizer`: a model config of one tiny layer, a tokenizer with eos 0
+  (prompts are given as token ids);
+- each `*ForCausalLM` class (and a dict of them) the model runner names, its `Sampler`, its
+  `load_model`: the simulated model (model.py), an argmax, nothing;
+- `ModelRunner`: a subclass whose GPU-only set-up methods (NOT_RUN: the warm-up forward,
+  sizing and allocating the KV cache, CUDA graphs) do nothing; the pool's size is the
+  workload's, given as `num_kvcache_blocks`;
+- `Config.__post_init__` runs the fork's own, with the block size its asserts accept
+  (256) shown to it for the call: the workloads' small blocks are a search's choice.
+
+Each workload then builds the fork's own `LLMEngine(folder, **config)` afresh, in the
+process state a new interpreter would have (ranks.ProcessState), with its forwards recorded
+(model.Forwards) and its sequences named as the scheduler receives them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import os
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from schedcheck.engine.nanovllm.loader import Engine, SourceFinder
+from schedcheck.engine.nanovllm.model import Argmax, Forwards, SimModel
+from schedcheck.engine.nanovllm.ranks import Distributed, Park, ProcessState, Ranks
+from schedcheck.engine.nanovllm.standins import placeholders, stood_in, torch_on_cpu
+from schedcheck.engine.workload import EOS, EngineWorkload
+
+__all__ = ["NOT_RUN", "WORLD", "Built", "Package", "build", "load_package"]
+
+# A ModelRunner's set-up methods that need a GPU (nano-vllm's and its forks', read in their
+# code): not run. Anything else its __init__ does runs.
+NOT_RUN = (
+    "warmup_model",
+    "allocate_kv_cache",
+    "capture_cudagraph",
+    "capture_prefill_cudagraph",
+    "_alloc_mid_buffer",
+    "reserve_min_kv_cache",
+    "init_weight_offload",
+    "release_kv_cache_reserve",
+)
+ACCEPTED_BLOCK_SIZE = 256  # what nano-vllm's Config asserts (a multiple of 256)
+WORLD = 2  # tensor-parallel ranks, unless --config tensor_parallel_size says otherwise
+
+
+class Built:
+    """One workload's engine: the fork's LLMEngine, its forwards, its ranks."""
+
+    def __init__(self, package: Package, workload: EngineWorkload) -> None:
+        self.package, self.workload = package, workload
+        self.names: dict[int, str] = {}  # id(Sequence) -> the request's name
+        self.seqs: dict[str, Any] = {}
+        self.naming = ""  # the request add_request() is adding now
+        self.forwards = Forwards(workload, self.names)
+        self.forwards.known = lambda: list(self.seqs.values())
+        self.ranks = Ranks(package.state, str(package.root))
+        self.engine: Any = None
+
+    def hf_config(self) -> Any:
+        import torch
+
+        return types.SimpleNamespace(
+            dtype=torch.float32,
+            torch_dtype=torch.float32,
+            max_position_embeddings=1 << 20,
+            vocab_size=self.workload.vocab + 1,
+            eos_token_id=EOS,
+            bos_token_id=EOS,
+            num_hidden_layers=1,
+            num_attention_heads=1,
+            num_key_value_heads=1,
+            hidden_size=8,
+            head_dim=8,
+            intermediate_size=8,
+            model_type="qwen3",
+            architectures=["Qwen3ForCausalLM"],
+            tie_word_embeddings=False,
+            rms_norm_eps=1e-6,
+            rope_theta=10000.0,
+            rope_scaling=None,
+            hidden_act="silu",
+            attention_bias=False,
+        )
+
+    def model(self, *args: object, **kwargs: object) -> SimModel:
+        return SimModel(self.forwards, self.ranks.current, self.package.context)
+
+    def added(self, seq: Any) -> None:
+        self.names[id(seq)] = self.naming
+        self.seqs[self.naming] = seq
+
+
+_current: Built | None = None  # the engine built or run in this process now
+
+
+def current() -> Built:
+    if _current is None:
+        raise RuntimeError("schedcheck: no engine is being run")
+    return _current
+
+
+class Package:
+    """A fork's whole engine, imported once in this process, its GPU parts replaced."""
+
+    def __init__(self, root: Path, name: str, sources: dict[str, str]) -> None:
+        self.root, self.name = root, name
+        torch_on_cpu()
+        for old in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
+            del sys.modules[old]
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, SourceFinder)]
+        self.finder = SourceFinder(root, name, sources)
+        sys.meta_path.insert(0, self.finder)
+        with placeholders(stood_in()):
+            engine = importlib.import_module(f"{name}.engine.llm_engine")
+            runner = importlib.import_module(f"{name}.engine.model_runner")
+            sequence = importlib.import_module(f"{name}.engine.sequence")
+            scheduler = importlib.import_module(f"{name}.engine.scheduler")
+            params = (
+                importlib.import_module(f"{name}.sampling_params")
+                if f"{name}/sampling_params.py" in sources
+                else None
+            )
+        self.modules = {
+            n: m for n, m in sys.modules.items() if n == name or n.startswith(name + ".")
+        }
+        self.LLMEngine = engine.LLMEngine
+        self.Sequence = sequence.Sequence
+        self.Scheduler = scheduler.Scheduler
+        self.SamplingParams = getattr(params, "SamplingParams", None)
+        self.Config = getattr(engine, "Config", None)
+        self.context: Callable[[], Any] = getattr(runner, "get_context", lambda: None)
+        base = getattr(engine, "ModelRunner", None) or runner.ModelRunner
+        self.not_run = tuple(m for m in NOT_RUN if hasattr(base, m))
+        self.Runner = _runner(base, self.not_run)
+        for module in self.modules.values():
+            _replace(module, runner)
+        engine.ModelRunner = self.Runner
+        if self.Config is not None and "__post_init__" in vars(self.Config):
+            self.Config.__post_init__ = _post_init(self.Config.__post_init__)
+        self.fields = (
+            {f.name for f in dataclasses.fields(self.Config)}
+            if self.Config is not None and dataclasses.is_dataclass(self.Config)
+            else None
+        )
+        self.state = ProcessState(list(self.modules.values()))
+        self.block_size = _default(self.Config, "kvcache_block_size", ACCEPTED_BLOCK_SIZE)
+        self.scaled = self.state.sized(self.block_size)
+
+    def install(self) -> None:
+        """Its modules the ones `sys.modules` names (pickle finds classes by module name)."""
+        sys.modules.update(self.modules)
+        if self.finder in sys.meta_path:
+            sys.meta_path.remove(self.finder)
+        sys.meta_path.insert(0, self.finder)
+
+    def engine(self) -> Engine:
+        """The same modules as schedcheck's own loop drives them (--loop scheduler)."""
+        return Engine(
+            self.root,
+            self.name,
+            self.Scheduler,
+            self.Sequence,
+            self.SamplingParams,
+            self.modules,
+            self.finder,
+        )
+
+
+def _default(config: Any, name: str, otherwise: int) -> int:
+    """A Config field's default (nano-vllm's dataclass), or `otherwise`."""
+    if config is not None and dataclasses.is_dataclass(config):
+        for f in dataclasses.fields(config):
+            if f.name == name and isinstance(f.default, int):
+                return f.default
+    return otherwise
+
+
+def load_package(root: str | Path, sources: dict[str, str], package: str) -> Package:
+    return Package(Path(root).resolve(), package, sources)
+
+
+def build(package: Package, workload: EngineWorkload, config: dict[str, Any]) -> Built:
+    """The fork's own LLMEngine for `workload`, fresh: `config` (--config) under the values
+    the workload draws; tensor parallel of WORLD ranks unless `config` says otherwise."""
+    global _current
+    built = Built(package, workload)
+    _current = built
+    c = workload.config
+    fresh = package.state.scaled(package.block_size, c.block_size)
+    built.ranks.fresh = fresh
+    package.state.apply(fresh)  # a new interpreter's state
+    given = {
+        "tensor_parallel_size": WORLD,
+        **config,
+        "max_num_seqs": c.max_num_seqs,
+        "max_num_batched_tokens": c.max_num_batched_tokens,
+        "max_model_len": workload.longest(),
+        "kvcache_block_size": c.block_size,
+        "num_kvcache_blocks": c.num_blocks,
+        "enforce_eager": True,
+    }
+    if package.fields is not None:
+        given = {k: v for k, v in given.items() if k in package.fields}
+    built.ranks.world = int(given.get("tensor_parallel_size", 1))
+    # its model folder: asserted to exist, never read (AutoConfig and AutoTokenizer replaced);
+    # inside the box the checkout's copy is out of view
+    model = str(package.root) if package.root.is_dir() else os.sep
+    engine = package.LLMEngine(model, **given)
+    built.ranks.start_pending()  # a fork whose rank 0 reached no collective while built
+    scheduler = engine.scheduler
+    add = scheduler.add
+
+    def added(seq: Any, *args: Any, **kwargs: Any) -> Any:
+        built.added(seq)
+        return add(seq, *args, **kwargs)
+
+    scheduler.add = added
+    built.engine = engine
+    built.forwards.checking = True
+    return built
+
+
+def _runner(base: type, not_run: tuple[str, ...]) -> type:
+    """The fork's ModelRunner with its GPU-only set-up not run; a worker's __init__, which
+    ends in its loop, comes back parked."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        rank = next((a for a in args if isinstance(a, int) and not isinstance(a, bool)), 0)
+        current().ranks.built(self, rank)
+        try:
+            base.__init__(self, *args, **kwargs)
+        except Park:
+            pass
+
+    def nothing(self: Any, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    attributes: dict[str, Any] = {"__init__": __init__, "__module__": base.__module__}
+    attributes.update({name: nothing for name in not_run})
+    return type(base.__name__, (base,), attributes)
+
+
+def _post_init(original: Callable[[Any], None]) -> Callable[[Any], None]:
+    @functools.wraps(original)
+    def post_init(self: Any) -> None:
+        size = getattr(self, "kvcache_block_size", None)
+        if size is None:
+            original(self)
+            return
+        self.kvcache_block_size = ACCEPTED_BLOCK_SIZE
+        try:
+            original(self)
+        finally:
+            self.kvcache_block_size = size
+
+    return post_init
+
+
+class _Tokenizers:
+    """`AutoTokenizer`: prompts are token ids; eos is the workloads' EOS."""
+
+    @staticmethod
+    def from_pretrained(*args: object, **kwargs: object) -> Any:
+        return types.SimpleNamespace(
+            eos_token_id=EOS,
+            encode=_no_text,
+            decode=lambda *a, **k: "",
+        )
+
+
+def _no_text(*args: object, **kwargs: object) -> Any:
+    raise TypeError("schedcheck gives prompts as token ids: nothing is tokenized")
+
+
+class _Configs:
+    @staticmethod
+    def from_pretrained(*args: object, **kwargs: object) -> Any:
+        return current().hf_config()
+
+
+class _Multiprocessing:
+    def get_context(self, method: str | None = None) -> Any:
+        return current().ranks.context()
+
+
+class _Atexit:
+    @staticmethod
+    def register(*args: object, **kwargs: object) -> None:
+        return None  # the worker ends with os._exit: nothing of the engine's runs at exit
+
+
+def _shared_memory(name: str | None = None, create: bool = False, size: int = 0) -> Any:
+    return current().ranks.shared_memory(name, create, size)
+
+
+def _models(*args: object, **kwargs: object) -> SimModel:
+    return current().model()
+
+
+class _Registry(dict):  # type: ignore[type-arg]
+    """A fork's dict of model classes: any architecture is the simulated model."""
+
+    def __getitem__(self, key: object) -> Any:
+        return _models
+
+    def get(self, key: object, default: object = None) -> Any:
+        return _models
+
+
+DISTRIBUTED = Distributed(lambda: current().ranks)
+
+
+def _replace(module: types.ModuleType, runner: types.ModuleType) -> None:
+    """In one of the fork's modules, what needs a GPU or other processes, by what it is."""
+    import multiprocessing
+    import multiprocessing.shared_memory
+
+    import torch.distributed
+    import torch.multiprocessing
+
+    import atexit
+
+    for name, value in list(vars(module).items()):
+        if value is torch.distributed:
+            setattr(module, name, DISTRIBUTED)
+        elif value is torch.multiprocessing or value is multiprocessing:
+            setattr(module, name, _Multiprocessing())
+        elif value is multiprocessing.shared_memory.SharedMemory:
+            setattr(module, name, _shared_memory)
+        elif value is atexit:
+            setattr(module, name, _Atexit())
+        elif name == "AutoTokenizer":
+            setattr(module, name, _Tokenizers)
+        elif name == "AutoConfig":
+            setattr(module, name, _Configs)
+        elif module is runner and isinstance(value, type) and name.endswith("ForCausalLM"):
+            setattr(module, name, _models)
+        elif (
+            module is runner
+            and isinstance(value, dict)
+            and value
+            and all(isinstance(v, type) and v.__name__.endswith("ForCausalLM") for v in value.values())
+        ):
+            setattr(module, name, _Registry(value))
+        elif module is runner and name == "Sampler":
+            setattr(module, name, Argmax)
+        elif module is runner and name == "load_model":
+            setattr(module, name, lambda *a, **k: None)

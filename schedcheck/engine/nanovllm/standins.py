@@ -1,0 +1,167 @@
+"""What lets a nano-vllm fork's whole engine import and its model runner prepare its inputs
+on a CPU (docs/engines.md, "nano-vllm's own step"; the spike that found each need:
+docs/notes/nanovllm-own-step-spike.md).
+
+1. Placeholder modules for the GPU stack and the model hub, visible only while the fork's
+   modules import: its attention and kernels import triton and flash_attn, its engine
+   transformers (AutoConfig, AutoTokenizer: the build replaces the names it uses). A
+   placeholder lets its attribute be read and used as a decorator (`@triton.jit` runs at
+   import), and raises Placeholder when anything else calls it: a kernel the simulated
+   model should have replaced fails loudly, never silently skipped. torch itself probes
+   `import triton` lazily later, so the placeholders leave `sys.modules` after the import.
+2. torch made to run a CUDA program's host side on the CPU, once per process: `.cuda()` and
+   `pin_memory` are no-ops, a default device of "cuda" is the CPU, `torch.compile` is the
+   identity (a sampler decorated with it is replaced anyway), and torch.cuda's calls that
+   only synchronise or free are no-ops.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["ALWAYS", "Placeholder", "placeholders", "torch_on_cpu"]
+
+# GPU-only packages and the model hub: stood in for even where installed (a fork's engine
+# must not load a model, and triton's real import needs a GPU driver).
+ALWAYS = (
+    "triton",
+    "flash_attn",
+    "flashinfer",
+    "sgl_kernel",
+    "vllm_flash_attn",
+    "liger_kernel",
+    "transformers",
+    "safetensors",
+    "huggingface_hub",
+)
+# Stood in for only where not installed: the engine's progress bar (generate() only).
+IF_MISSING = ("tqdm",)
+
+
+class Placeholder(RuntimeError):
+    """A placeholder was called: the fork ran a path that needs the real package."""
+
+
+class _Stand:
+    """An attribute of a placeholder module: readable all the way down, a decorator."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return _Stand(f"{self._name}.{attr}")
+
+    def __getitem__(self, item: object) -> Any:
+        return _Stand(f"{self._name}[]")
+
+    def __call__(self, *args: object, **kwargs: object) -> Any:
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]  # a decorator: the function is kept, and never run on a CPU
+        if not args and kwargs:
+            return self  # a decorator with options: @triton.jit(do_not_specialize=...)
+        raise Placeholder(
+            f"{self._name} was called: schedcheck stands it in (a GPU-only or model-hub "
+            "package), and the engine ran a path that needs it"
+        )
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (object,)  # `class X(transformers.PretrainedConfig)`: defined, never used
+
+    def __repr__(self) -> str:
+        return f"<schedcheck stand-in {self._name}>"
+
+
+class _Module(types.ModuleType):
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return _Stand(f"{self.__name__}.{attr}")
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, roots: frozenset[str]) -> None:
+        self.roots = roots
+
+    def find_spec(
+        self, name: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name.split(".")[0] not in self.roots:
+            return None
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _Module(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+def stood_in() -> frozenset[str]:
+    """The packages a fork's import gets placeholders for, here."""
+    missing = (m for m in IF_MISSING if importlib.util.find_spec(m) is None)
+    return frozenset((*ALWAYS, *missing))
+
+
+@contextmanager
+def placeholders(roots: frozenset[str]) -> Iterator[None]:
+    """Placeholders for `roots` while the block runs; gone (and any real module of those
+    names put back) after it."""
+    kept = {n: m for n, m in sys.modules.items() if n.split(".")[0] in roots}
+    for name in kept:
+        del sys.modules[name]
+    finder = _Finder(roots)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        for name in [n for n, m in sys.modules.items() if isinstance(m, _Module)]:
+            del sys.modules[name]
+        sys.modules.update(kept)
+
+
+_ON_CPU = False
+
+
+def torch_on_cpu() -> None:
+    """torch's CUDA host calls as CPU no-ops, for this process (idempotent)."""
+    global _ON_CPU
+    if _ON_CPU:
+        return
+    import torch
+
+    _ON_CPU = True
+
+    def compile(model: Any = None, *args: object, **kwargs: object) -> Any:
+        return model if model is not None else (lambda fn: fn)
+
+    tensor = torch.tensor
+    set_default_device = torch.set_default_device
+
+    def on_cpu(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("pin_memory", None)
+        if str(kwargs.get("device", "cpu")).startswith("cuda"):
+            kwargs["device"] = "cpu"
+        return tensor(*args, **kwargs)
+
+    def default_device(device: Any) -> None:
+        set_default_device(None if device is None or str(device).startswith("cuda") else device)
+
+    torch.compile = compile  # type: ignore[assignment]
+    torch.tensor = on_cpu
+    torch.set_default_device = default_device
+    torch.Tensor.cuda = lambda self, *a, **k: self  # type: ignore[method-assign]
+    torch.Tensor.pin_memory = lambda self, *a, **k: self  # type: ignore[method-assign]
+    for name in ("set_device", "synchronize", "empty_cache", "reset_peak_memory_stats"):
+        setattr(torch.cuda, name, lambda *a, **k: None)

@@ -1,0 +1,197 @@
+"""Drive a nano-vllm fork through its own engine step (docs/engines.md, "nano-vllm's own
+step"): each workload builds the fork's `LLMEngine` (build.py), adds each request through
+its `add_request()`, and steps it with its own `step()`, whatever its scheduler returns and
+whichever of its runner's methods that step calls. schedcheck sees a step through the
+simulated model (model.py): the rows each forward computed, the KV cache each read, the
+worker ranks' inputs; and through the pool, copied out when the step's first forward runs
+(after the scheduling) and after the step (after the update).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from schedcheck.drive.driver import describe
+from schedcheck.engine.nanovllm import copyout
+from schedcheck.engine.nanovllm.build import Built, Package, build
+from schedcheck.engine.nanovllm.runners import OWN
+from schedcheck.engine.run import Run, Stop
+from schedcheck.engine.trace import UNDRIVABLE, EngineFailure, EngineStep, EngineTrace, Pool
+from schedcheck.engine.traits import Traits
+from schedcheck.engine.workload import EngineRequest, EngineWorkload
+
+__all__ = ["TRAITS", "run_own_step"]
+
+TRAITS = Traits(OWN)
+
+
+class Unbuilt(Exception):
+    """The fork's engine could not be built with schedcheck's stand-ins: no verdict."""
+
+
+def run_own_step(
+    package: Package,
+    workload: EngineWorkload,
+    config: dict[str, Any],
+    beat: Callable[[int, str], None] | None = None,
+) -> EngineTrace:
+    run = Run(workload, TRAITS, beat)
+    return run.play(OwnStepDriver(package, run, config))
+
+
+class OwnStepDriver:
+    """One run of a fork's own LLMEngine."""
+
+    undrivable: tuple[type[BaseException], ...] = (Unbuilt,)
+    idle_call = "is_finished()"
+    stuck_is_e5 = False  # an idle engine is told by is_finished(): the bound decides
+
+    def __init__(self, package: Package, run: Run, config: dict[str, Any]) -> None:
+        self.package, self.run, self.workload, self.config = package, run, run.workload, config
+        self.source = str(package.root)
+        self.built: Built | None = None
+        self.before: Pool | None = None  # the pool at this step's first forward
+        self.misread: Exception | None = None
+
+    @property
+    def engine(self) -> Built:
+        assert self.built is not None
+        return self.built
+
+    def start(self) -> None:
+        self.built = self.run.call("LLMEngine()", self._build)
+        self.built.forwards.first = self._at_first_forward
+
+    def _build(self) -> Built:
+        try:
+            return build(self.package, self.workload, self.config)
+        except Exception as e:
+            raise Unbuilt(
+                "its LLMEngine could not be built on a CPU with schedcheck's stand-ins "
+                f'(docs/engines.md, "nano-vllm\'s own step"): {describe(e, None, self.source)}'
+            ) from None
+
+    def idle(self) -> bool:
+        return self.run.call("is_finished()", lambda: bool(self.engine.engine.is_finished()))
+
+    def lost(self) -> list[str]:
+        return []
+
+    def unfinished(self) -> list[str]:
+        statuses = self.run.read(
+            "end of run", lambda: {n: copyout.status(s) for n, s in self.engine.seqs.items()}
+        )
+        return [n for n, status in statuses.items() if status != "FINISHED"]
+
+    def abort(self, request: EngineRequest) -> None:
+        """nano-vllm has no abort (its adapter declares none)."""
+
+    def reset(self) -> None:
+        """nano-vllm has no prefix-cache reset (its adapter declares none)."""
+
+    def add(self, request: EngineRequest) -> None:
+        built, call = self.engine, self.run.call
+        params = call(
+            "SamplingParams()",
+            lambda: self.package.SamplingParams(
+                temperature=1.0, max_tokens=request.max_tokens, ignore_eos=request.ignore_eos
+            ),
+        )
+        built.naming = request.name
+        call("add_request()", lambda: built.engine.add_request(list(request.prompt), params))
+        if request.name not in built.seqs:
+            raise Stop(
+                EngineFailure(
+                    UNDRIVABLE,
+                    self.run.step,
+                    "add_request()",
+                    "its LLMEngine.add_request() gave its scheduler no sequence through "
+                    "Scheduler.add(), where schedcheck learns each request's Sequence",
+                )
+            )
+
+    def _at_first_forward(self) -> None:
+        try:
+            self.before = self.pool()
+        except Exception as e:  # read after the step: a reading that fails is no verdict
+            self.misread = e
+
+    def step(self) -> None:
+        run, built = self.run, self.engine
+        forwards = built.forwards
+        forwards.begin(run.step)
+        self.before, self.misread = None, None
+        try:
+            run.call("step()", built.engine.step)
+        except Stop as stop:
+            self._record(None)
+            raise Stop(forwards.problem or stop.failure) from None
+        if forwards.problem is not None:  # the engine caught the model's exception
+            self._record(None)
+            raise Stop(forwards.problem)
+        if self.misread is not None:
+            raise Stop(
+                EngineFailure(
+                    UNDRIVABLE, run.step, "step()", self.unreadable(self.misread)
+                )
+            )
+        after = run.read("step()", self.pool)
+        self._record(after)
+        if built.ranks.raised is not None:
+            rank, what = built.ranks.raised
+            said = f"tensor-parallel rank {rank} {what}, on what rank 0 sent it"
+            raise Stop(EngineFailure("E8", run.step, "model runner", said + self._why(rank)))
+        differs = forwards.compare()
+        if differs is not None:
+            rank, said = differs
+            raise Stop(EngineFailure("E8", run.step, "model runner", said + self._why(rank)))
+
+    def _why(self, rank: int) -> str:
+        """Why a worker computed otherwise than rank 0: its process state, where it differs
+        (set after import in rank 0's process only), else what it was sent."""
+        state = self.engine.ranks.differences(rank)
+        if state:
+            return (
+                f"; its process holds {', '.join(state)}: set in rank 0's process after "
+                "import, never in a spawned worker's"
+            )
+        return (
+            ": what rank 0 sent it (the scheduled sequences through the engine's pickling "
+            "and shared memory) does not carry what its runner reads, where rank 0 ran the "
+            "same step on its own sequences"
+        )
+
+    def _record(self, after: Pool | None) -> None:
+        forwards, run = self.engine.forwards, self.run
+        before = self.before
+        if before is None:
+            before = after if after is not None else run.read("step()", self.pool)
+        rows = tuple(forwards.rows)
+        sampled = tuple(
+            self.workload.next_token(r.token_ids[: r.num_cached + r.num_scheduled]) for r in rows
+        )
+        run.steps.append(
+            EngineStep(run.step, forwards.prefill, rows, (), sampled, before, after)
+        )
+
+    def pool(self) -> Pool:
+        return copyout.pool(self.engine.engine.scheduler.block_manager, self.engine.seqs)
+
+    def unreadable(self, error: Exception) -> str:
+        if isinstance(error, AttributeError):
+            obj = getattr(error, "obj", None)
+            owner = type(obj).__name__ if obj is not None else "an object"
+            return (
+                f"{owner} has no attribute {error.name!r}, which schedcheck reads as "
+                f'nano-vllm\'s (docs/engines.md, "Checking a fork"): {error}'
+            )
+        return (
+            f"its state could not be read as nano-vllm's: {error!r} (docs/engines.md, "
+            '"Checking a fork")'
+        )
+
+    def outputs(self) -> dict[str, tuple[int, ...]]:
+        return self.run.read(
+            "end of run", lambda: copyout.outputs(self.engine.seqs, self.workload)
+        )
