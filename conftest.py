@@ -1,6 +1,6 @@
 """The repository's own test run: schedcheck's pytest plugin (schedcheck/plugin.py) plus
-what only this repository's tests need (the `costly`, `redis`, `nanovllm`, `registry` and
-`vllm` and `sglang` markers).
+what only this repository's tests need (the `costly`, `redis`, `nanovllm`, `registry`,
+`torch`, `vllm` and `sglang` markers).
 
 A checkout is installed before its tests run (`pip install -e .`, the README's first
 command): pytest then loads the plugin through its entry point before it reads the command
@@ -36,6 +36,8 @@ MARKERS = (
     "SCHEDCHECK_REQUIRE_REGISTRY is set)",
     "vllm: needs vLLM installed (.ci/vllm-requirements.txt; skipped without it, unless "
     "SCHEDCHECK_REQUIRE_VLLM is set)",
+    "torch: needs torch, a CPU build (a nano-vllm fork's own engine step; skipped without "
+    "it, unless SCHEDCHECK_REQUIRE_TORCH is set)",
     "sglang: needs SGLang installed (.ci/install-sglang; skipped without it, unless "
     "SCHEDCHECK_REQUIRE_SGLANG is set)",
     "heavy: a self-check of ten seconds or more, started before the others so that no core "

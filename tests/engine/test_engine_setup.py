@@ -329,7 +329,9 @@ def test_engine_usage_errors_are_exit_2_naming_the_problem(
     assert "--prefill: not an option of vLLM's adapter (--engine vllm)" in err
     assert main(["engine", str(CORRECT), "--async", "on", "--modes", "all"]) == faults.USAGE
     err = capsys.readouterr().err
-    assert "--async, --modes: not an option of nano-vllm's adapter (--engine nanovllm)" in err
+    assert "--async: not an option of nano-vllm's adapter (--engine nanovllm)" in err
+    assert main(["engine", str(CORRECT), "--loop", "overlap"]) == faults.USAGE
+    assert "--loop overlap: nano-vllm's loops are own, scheduler" in capsys.readouterr().err
     assert main(["engine", "--engine", "nosuch", str(tmp_path)]) == faults.USAGE
     assert "--engine nosuch: no such engine (the engines: nanovllm, vllm" in capsys.readouterr().err
     assert main(["engine", str(CORRECT), "--runner", "vllm"]) == faults.USAGE

@@ -10,16 +10,15 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from schedcheck import faults
 from schedcheck.drive.driver import describe
 from schedcheck.engine.adapter import EngineSetup, Features
-from schedcheck.engine.nanovllm.build import NOT_RUN, WORLD, Package, load_package
-from schedcheck.engine.nanovllm.config import loops_line, own_step, read_setup
+from schedcheck.engine.nanovllm.build import WORLD, Package, load_package
+from schedcheck.engine.nanovllm.config import loops_line, not_run, own_step, read_setup
 from schedcheck.engine.nanovllm.drive import run_engine, traits_of
 from schedcheck.engine.nanovllm.loader import load_engine, preload_imports, read_sources
 from schedcheck.engine.nanovllm.runners import RUNNERS
@@ -102,7 +101,9 @@ def given_config(setup: EngineSetup) -> dict[str, Any]:
     """The Config fields --config set (the rest are the fork's own defaults, which its own
     Config gives itself)."""
     options = setup.options
-    keys = [options[i + 1].partition("=")[0].strip() for i, o in enumerate(options) if o == "--config"]
+    keys = [
+        options[i + 1].partition("=")[0].strip() for i, o in enumerate(options) if o == "--config"
+    ]
     return {k: setup.config[k] for k in keys if k in setup.config}
 
 
@@ -142,7 +143,7 @@ class NanoVllm:
                 f"own step: {WORLD} tensor-parallel ranks played in this process (unless "
                 "--config tensor_parallel_size says otherwise); not run: the model's forward, "
                 "its sampler, and the ModelRunner's GPU set-up "
-                f"({', '.join(m for m in NOT_RUN)}, where it has them)"
+                f"({', '.join(not_run(Path(setup.root), setup.package)) or 'none'})"
             )
         if "scheduler" in setup.modes:
             lines.append(

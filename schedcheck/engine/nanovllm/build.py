@@ -26,6 +26,7 @@ process state a new interpreter would have (ranks.ProcessState), with its forwar
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -34,28 +35,17 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from schedcheck.engine.nanovllm.config import NOT_RUN
 from schedcheck.engine.nanovllm.loader import Engine, SourceFinder
 from schedcheck.engine.nanovllm.model import Argmax, Forwards, SimModel
 from schedcheck.engine.nanovllm.ranks import Distributed, Park, ProcessState, Ranks
 from schedcheck.engine.nanovllm.standins import placeholders, stood_in, torch_on_cpu
 from schedcheck.engine.workload import EOS, EngineWorkload
 
-__all__ = ["NOT_RUN", "WORLD", "Built", "Package", "build", "load_package"]
+__all__ = ["WORLD", "Built", "Package", "build", "load_package"]
 
-# A ModelRunner's set-up methods that need a GPU (nano-vllm's and its forks', read in their
-# code): not run. Anything else its __init__ does runs.
-NOT_RUN = (
-    "warmup_model",
-    "allocate_kv_cache",
-    "capture_cudagraph",
-    "capture_prefill_cudagraph",
-    "_alloc_mid_buffer",
-    "reserve_min_kv_cache",
-    "init_weight_offload",
-    "release_kv_cache_reserve",
-)
 ACCEPTED_BLOCK_SIZE = 256  # what nano-vllm's Config asserts (a multiple of 256)
 WORLD = 2  # tensor-parallel ranks, unless --config tensor_parallel_size says otherwise
 
@@ -70,7 +60,7 @@ class Built:
         self.naming = ""  # the request add_request() is adding now
         self.forwards = Forwards(workload, self.names)
         self.forwards.known = lambda: list(self.seqs.values())
-        self.ranks = Ranks(package.state, str(package.root))
+        self.ranks: Ranks = Ranks(package.state, str(package.root))
         self.engine: Any = None
 
     def hf_config(self) -> Any:
@@ -145,13 +135,14 @@ class Package:
         self.Scheduler = scheduler.Scheduler
         self.SamplingParams = getattr(params, "SamplingParams", None)
         self.Config = getattr(engine, "Config", None)
-        self.context: Callable[[], Any] = getattr(runner, "get_context", lambda: None)
-        base = getattr(engine, "ModelRunner", None) or runner.ModelRunner
+        context = self.modules.get(f"{name}.utils.context", runner)
+        self.context: Callable[[], Any] = getattr(context, "get_context", lambda: None)
+        base = getattr(engine, "ModelRunner", None) or vars(runner)["ModelRunner"]
         self.not_run = tuple(m for m in NOT_RUN if hasattr(base, m))
         self.Runner = _runner(base, self.not_run)
         for module in self.modules.values():
-            _replace(module, runner)
-        engine.ModelRunner = self.Runner
+            _replace(module)
+        vars(engine)["ModelRunner"] = self.Runner  # what its LLMEngine builds
         if self.Config is not None and "__post_init__" in vars(self.Config):
             self.Config.__post_init__ = _post_init(self.Config.__post_init__)
         self.fields = (
@@ -240,14 +231,13 @@ def build(package: Package, workload: EngineWorkload, config: dict[str, Any]) ->
 def _runner(base: type, not_run: tuple[str, ...]) -> type:
     """The fork's ModelRunner with its GPU-only set-up not run; a worker's __init__, which
     ends in its loop, comes back parked."""
+    init = cast(Any, base).__init__
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         rank = next((a for a in args if isinstance(a, int) and not isinstance(a, bool)), 0)
         current().ranks.built(self, rank)
-        try:
-            base.__init__(self, *args, **kwargs)
-        except Park:
-            pass
+        with contextlib.suppress(Park):  # a worker's __init__ ends in its loop, parked
+            init(self, *args, **kwargs)
 
     def nothing(self: Any, *args: Any, **kwargs: Any) -> None:
         return None
@@ -327,15 +317,14 @@ class _Registry(dict):  # type: ignore[type-arg]
 DISTRIBUTED = Distributed(lambda: current().ranks)
 
 
-def _replace(module: types.ModuleType, runner: types.ModuleType) -> None:
+def _replace(module: types.ModuleType) -> None:
     """In one of the fork's modules, what needs a GPU or other processes, by what it is."""
+    import atexit
     import multiprocessing
     import multiprocessing.shared_memory
 
     import torch.distributed
     import torch.multiprocessing
-
-    import atexit
 
     for name, value in list(vars(module).items()):
         if value is torch.distributed:
@@ -350,16 +339,17 @@ def _replace(module: types.ModuleType, runner: types.ModuleType) -> None:
             setattr(module, name, _Tokenizers)
         elif name == "AutoConfig":
             setattr(module, name, _Configs)
-        elif module is runner and isinstance(value, type) and name.endswith("ForCausalLM"):
+        elif isinstance(value, type) and name.endswith("ForCausalLM"):
             setattr(module, name, _models)
         elif (
-            module is runner
-            and isinstance(value, dict)
+            isinstance(value, dict)
             and value
-            and all(isinstance(v, type) and v.__name__.endswith("ForCausalLM") for v in value.values())
+            and all(
+                isinstance(v, type) and v.__name__.endswith("ForCausalLM") for v in value.values()
+            )
         ):
             setattr(module, name, _Registry(value))
-        elif module is runner and name == "Sampler":
+        elif name == "Sampler" and isinstance(value, type):
             setattr(module, name, Argmax)
-        elif module is runner and name == "load_model":
+        elif name == "load_model" and callable(value):
             setattr(module, name, lambda *a, **k: None)

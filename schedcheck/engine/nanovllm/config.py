@@ -25,6 +25,18 @@ from schedcheck.engine.nanovllm.runners import RUNNERS
 MODULES = ("engine/sequence.py", "engine/block_manager.py", "engine/scheduler.py")
 # What its own step needs besides (build.py, step.py: --loop own).
 OWN_STEP = ("engine/llm_engine.py", "engine/model_runner.py")
+# A ModelRunner's set-up methods that need a GPU (nano-vllm's and its forks', read in their
+# code): not run. Anything else its __init__ does runs.
+NOT_RUN = (
+    "warmup_model",
+    "allocate_kv_cache",
+    "capture_cudagraph",
+    "capture_prefill_cudagraph",
+    "_alloc_mid_buffer",
+    "reserve_min_kv_cache",
+    "init_weight_offload",
+    "release_kv_cache_reserve",
+)
 # The Config fields every workload sets itself (docs/engines.md): --config cannot.
 DRAWN = (
     "max_num_seqs",
@@ -349,6 +361,18 @@ def choose_loops(root: Path, package: str, asked: str | None, every: bool) -> tu
     return (first, *(loop for loop in LOOPS if loop != first and every))
 
 
+def not_run(root: Path, package: str) -> list[str]:
+    """The GPU-only set-up methods (NOT_RUN) the checkout's ModelRunner defines, read off its
+    text (a subclass's inherited ones are left out too, by the build, where they are)."""
+    source = root / package / "engine" / "model_runner.py"
+    try:
+        tree = ast.parse(source.read_text(errors="replace")) if source.is_file() else None
+    except SyntaxError:
+        return []
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)} if tree else set()
+    return [m for m in NOT_RUN if m in defined]
+
+
 def loops_line(setup: EngineSetup) -> str:
     """The report's line on the loops a run draws from, and why not its own step."""
     said = {
@@ -413,7 +437,10 @@ def read_setup(
     else:
         runner_from = "set with --runner"
         options += ["--runner", runner]
-    options += [*(["--loop", loop] if loop else []), *(["--modes", "all"] if modes == "all" else [])]
+    options += [
+        *(["--loop", loop] if loop else []),
+        *(["--modes", "all"] if modes == "all" else []),
+    ]
     return EngineSetup(
         str(root),
         name,

@@ -162,6 +162,7 @@ OWN_STEP_PRELOAD = (
     "torch.nn",
     "torch.nn.functional",
     "torch.utils._device",
+    "torch._dynamo",
     "torch.distributed",
     "torch.multiprocessing",
     "multiprocessing.shared_memory",

@@ -74,8 +74,12 @@ def inputs(context: Any, input_ids: Any, positions: Any) -> Inputs:
     """Copy a forward's inputs out of the runner's context (nano-vllm's utils/context.py
     fields, read by name; a field a fork lacks reads as empty)."""
     tables = getattr(context, "block_tables", None)
+    cu_q = getattr(context, "cu_seqlens_q", None)
+    # a fork whose context has no is_prefill runs every batch as varlen rows (vLLM v1's
+    # style): a prefill's shape, where cu_seqlens are set
+    prefill = getattr(context, "is_prefill", cu_q is not None)
     return Inputs(
-        bool(getattr(context, "is_prefill", False)),
+        bool(prefill),
         _plain(input_ids),
         _plain(positions),
         _plain(getattr(context, "slot_mapping", None)),
@@ -117,9 +121,9 @@ class Forwards:
             self.problem = EngineFailure(check, self.step, "model runner", message)
         raise ModelProblem(message)
 
-    def forward(self, got: Inputs) -> list[int]:
-        """Rank 0's forward: check it, write and read the KV cache, record its rows; the
-        next token of each row (its last position's)."""
+    def forward(self, got: Inputs) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+        """Rank 0's forward: check it, write and read the KV cache, record its rows; each
+        row's sequence (its tokens) and the positions it computed."""
         rows = _rows(got)
         if rows is None:
             self.fail(
@@ -154,7 +158,7 @@ class Forwards:
             self._write(name, truth, positions, slots)
             if table is not None:
                 self._read(name, truth, keys, table)
-            tokens.append(self.workload.next_token(truth[:keys]))
+            tokens.append((truth, positions))
         return tokens
 
     def _named(self, keys: int, table: tuple[int, ...] | None) -> str:
@@ -248,7 +252,10 @@ class Forwards:
             if rank == 0:
                 continue
             if len(theirs) != len(mine):
-                return rank, f"rank {rank} ran {len(theirs)} forwards in this step, rank 0 {len(mine)}"
+                return (
+                    rank,
+                    f"rank {rank} ran {len(theirs)} forwards in this step, rank 0 {len(mine)}",
+                )
             for k, (a, b) in enumerate(zip(mine, theirs, strict=True)):
                 said = a.differs(b)
                 if said is not None:
@@ -316,7 +323,7 @@ class SimModel:
 
     def __init__(self, forwards: Forwards, rank: int, context: Callable[[], Any]) -> None:
         self.forwards, self.rank, self.context = forwards, rank, context
-        self.pending: list[int] = []
+        self.pending: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
 
     def __call__(self, input_ids: Any, positions: Any, *args: object, **kwargs: object) -> Any:
         import torch
@@ -334,12 +341,28 @@ class SimModel:
         return torch.zeros(len(got.input_ids), 1)
 
     def compute_logits(self, hidden: Any) -> Any:
+        """One-hot logits on each row's next token, for the rows nano-vllm's LM head keeps:
+        a prefill's last position per sequence (every position where the context asks for
+        full logits, as brightmoonflame's does), only the sequences the context's
+        `seq_need_compute_logits` names where it names any (vLLM v1-style forks)."""
         import torch
 
-        vocab = self.forwards.workload.vocab + 1
-        rows = self.pending or [0] * (len(hidden) if self.rank == 0 else 0)
-        logits = torch.zeros(len(rows), vocab)
-        for r, token in enumerate(rows):
+        context = self.context()
+        every = bool(getattr(context, "is_prefill", False)) and bool(
+            getattr(context, "full_logits", False)
+        )
+        nexts = self.forwards.workload.next_token
+        if every:
+            tokens = [nexts(truth[: p + 1]) for truth, ps in self.pending for p in ps]
+        else:
+            tokens = [nexts(truth[: ps[-1] + 1]) for truth, ps in self.pending]
+        need = _plain(getattr(context, "seq_need_compute_logits", None))
+        if need and not every:
+            tokens = [tokens[i] for i in need if 0 <= i < len(tokens)]
+        if not self.forwards.checking:
+            tokens = [0] * len(hidden)  # a warm-up forward: any logits
+        logits = torch.zeros(len(tokens), self.forwards.workload.vocab + 1)
+        for r, token in enumerate(tokens):
             logits[r, token] = 1.0
         return logits
 

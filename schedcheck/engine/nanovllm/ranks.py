@@ -86,8 +86,7 @@ class ProcessState:
     def differences(self, mine: list[Any], theirs: list[Any]) -> list[str]:
         """`owner.attr = theirs (mine)` where two processes' states differ."""
         return [
-            f"{getattr(owner, '__qualname__', getattr(owner, '__name__', '?'))}.{attr} = "
-            f"{b!r} (rank 0: {a!r})"
+            f"{getattr(owner, '__name__', '?')}.{attr} = {b!r} (rank 0: {a!r})"
             for (owner, attr), a, b in zip(self.keys, mine, theirs, strict=True)
             if a != b and not (isinstance(a, tuple) and isinstance(b, tuple))  # counters
         ]
@@ -98,7 +97,7 @@ class ProcessState:
 
 
 def _kept(value: object) -> bool:
-    return isinstance(value, PLAIN) or isinstance(value, itertools.count)
+    return isinstance(value, (*PLAIN, itertools.count))
 
 
 def _frozen(value: Any) -> Any:
@@ -182,11 +181,11 @@ class Ranks:
         self.start_pending()
         rank = self.events.get(id(event))
         runner = self.workers.get(rank) if rank is not None else None
-        if runner is None or self.running is not None:
+        if rank is None or runner is None or self.running is not None:
             return  # its __init__ is still running (it reads in its loop), or nested
         self.running = rank
         try:
-            with self.as_rank(rank):  # type: ignore[arg-type]
+            with self.as_rank(rank):
                 runner.loop()
         except Park:
             pass
@@ -261,12 +260,12 @@ class Context:
     def __init__(self, ranks: Ranks) -> None:
         self.ranks = ranks
 
-    def Event(self) -> Event:  # noqa: N802 (multiprocessing's name)
+    def Event(self) -> Event:
         event = Event(self.ranks)
         _EVENTS[id(event)] = event
         return event
 
-    def Process(self, target: Any = None, args: tuple[Any, ...] = (), **kw: Any) -> Process:  # noqa: N802
+    def Process(self, target: Any = None, args: tuple[Any, ...] = (), **kw: Any) -> Process:
         return Process(self.ranks, target, args, **kw)
 
 

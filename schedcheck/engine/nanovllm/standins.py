@@ -158,10 +158,10 @@ def torch_on_cpu() -> None:
     def default_device(device: Any) -> None:
         set_default_device(None if device is None or str(device).startswith("cuda") else device)
 
-    torch.compile = compile  # type: ignore[assignment]
+    torch.compile = compile
     torch.tensor = on_cpu
     torch.set_default_device = default_device
-    torch.Tensor.cuda = lambda self, *a, **k: self  # type: ignore[method-assign]
-    torch.Tensor.pin_memory = lambda self, *a, **k: self  # type: ignore[method-assign]
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    torch.Tensor.pin_memory = lambda self, *a, **k: self
     for name in ("set_device", "synchronize", "empty_cache", "reset_peak_memory_stats"):
         setattr(torch.cuda, name, lambda *a, **k: None)

@@ -60,6 +60,12 @@ class OwnStepDriver:
         return self.built
 
     def start(self) -> None:
+        if self.package.SamplingParams is None:
+            raise Stop(
+                EngineFailure(
+                    UNDRIVABLE, 0, "LLMEngine()", "it has no sampling_params.py (SamplingParams)"
+                )
+            )
         self.built = self.run.call("LLMEngine()", self._build)
         self.built.forwards.first = self._at_first_forward
 
@@ -92,9 +98,10 @@ class OwnStepDriver:
 
     def add(self, request: EngineRequest) -> None:
         built, call = self.engine, self.run.call
+        make: Any = self.package.SamplingParams
         params = call(
             "SamplingParams()",
-            lambda: self.package.SamplingParams(
+            lambda: make(
                 temperature=1.0, max_tokens=request.max_tokens, ignore_eos=request.ignore_eos
             ),
         )
@@ -131,16 +138,12 @@ class OwnStepDriver:
             self._record(None)
             raise Stop(forwards.problem)
         if self.misread is not None:
-            raise Stop(
-                EngineFailure(
-                    UNDRIVABLE, run.step, "step()", self.unreadable(self.misread)
-                )
-            )
+            raise Stop(EngineFailure(UNDRIVABLE, run.step, "step()", self.unreadable(self.misread)))
         after = run.read("step()", self.pool)
         self._record(after)
         if built.ranks.raised is not None:
             rank, what = built.ranks.raised
-            said = f"tensor-parallel rank {rank} {what}, on what rank 0 sent it"
+            said = f"tensor-parallel rank {rank} {what}"
             raise Stop(EngineFailure("E8", run.step, "model runner", said + self._why(rank)))
         differs = forwards.compare()
         if differs is not None:
@@ -171,9 +174,7 @@ class OwnStepDriver:
         sampled = tuple(
             self.workload.next_token(r.token_ids[: r.num_cached + r.num_scheduled]) for r in rows
         )
-        run.steps.append(
-            EngineStep(run.step, forwards.prefill, rows, (), sampled, before, after)
-        )
+        run.steps.append(EngineStep(run.step, forwards.prefill, rows, (), sampled, before, after))
 
     def pool(self) -> Pool:
         return copyout.pool(self.engine.engine.scheduler.block_manager, self.engine.seqs)
@@ -192,6 +193,4 @@ class OwnStepDriver:
         )
 
     def outputs(self) -> dict[str, tuple[int, ...]]:
-        return self.run.read(
-            "end of run", lambda: copyout.outputs(self.engine.seqs, self.workload)
-        )
+        return self.run.read("end of run", lambda: copyout.outputs(self.engine.seqs, self.workload))

@@ -1,0 +1,257 @@
+"""A nano-vllm fork driven through its own engine step (issue 39; docs/engines.md, "nano-vllm's
+own step"): the engine written here in nano-vllm's API with the rest of an engine over it
+(tests/engine_subjects/engine: Config, LLMEngine, a ModelRunner sending calls to its
+workers through shared memory, a model that needs a GPU) passes; each mutant of its runner
+and of its scheduling code is caught by the check its docstring names; what cannot be
+built on a CPU is no verdict; the stand-ins' own rules hold.
+
+Needs torch (a CPU build): skipped without it, except in .ci/run, which installs it and sets
+SCHEDCHECK_REQUIRE_TORCH."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import os
+import shutil
+import types
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from schedcheck import faults
+from schedcheck.cli.main import main
+from schedcheck.engine.adapter import SetupError
+from schedcheck.engine.isolated import IsolatedEngine
+from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
+from schedcheck.engine.nanovllm.config import read_setup
+from schedcheck.engine.nanovllm.model import Inputs
+from schedcheck.engine.nanovllm.ranks import ProcessState
+from schedcheck.engine.search import search_engine
+from schedcheck.engine.strategies import engine_workloads
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.verdict import Undrivable, verify_engine
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from tests.engine_subjects.catalogue import (
+    CORRECT,
+    MUTANTS,
+    RUNNER_MUTANTS,
+    checkout,
+    expected_checks,
+)
+from tests.helpers import rotation_day
+
+pytestmark = pytest.mark.torch
+REQUIRE = "SCHEDCHECK_REQUIRE_TORCH"
+
+SEARCH = settings(
+    max_examples=60,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def needs_torch() -> None:
+    if importlib.util.find_spec("torch") is None:
+        if os.environ.get(REQUIRE):
+            pytest.fail(f"torch is not installed; {REQUIRE} is set, so these tests must run")
+        pytest.skip("torch is not installed (.ci/run installs a CPU build)")
+
+
+def engine(mutant: Path | None = None, *config: str) -> LocalEngine:
+    needs_torch()
+    return LocalEngine(NANO, read_setup(str(checkout(mutant, whole=True)), config=list(config)))
+
+
+def workload(*requests: EngineRequest, blocks: int = 4, budget: int = 4) -> EngineWorkload:
+    return EngineWorkload(EngineConfig(blocks, 2, 2, budget), requests)
+
+
+def request(name: str, *prompt: int, max_tokens: int = 3, arrival: int = 1) -> EngineRequest:
+    return EngineRequest(name, prompt, max_tokens, False, arrival)
+
+
+@pytest.fixture(scope="module")
+def correct() -> LocalEngine:
+    return engine()
+
+
+@given(w=engine_workloads())
+@SEARCH
+def test_the_correct_engine_passes_through_its_own_step(
+    correct: LocalEngine, w: EngineWorkload
+) -> None:
+    verdict = verify_engine(correct, w)
+    assert verdict.ok, verdict.report()
+
+
+def test_its_own_step_is_the_default_and_runs_its_runner_and_a_worker(
+    correct: LocalEngine,
+) -> None:
+    """The setup says its own loop; a step's rows are what its runner computed (a chunk
+    of 4 under a budget of 4, then the rest), and a worker rank ran every forward."""
+    assert correct.setup.modes == ("own",)
+    w = workload(request("r1", 1, 2, 1, 2, 1, 2), request("r2", 1, 2, 3, arrival=2))
+    trace = correct.run(w)
+    assert trace.failure is None
+    first, second = trace.steps[0], trace.steps[1]
+    assert [(s.name, s.num_cached, s.num_scheduled) for s in first.scheduled] == [("r1", 0, 4)]
+    assert [(s.name, s.num_cached, s.num_scheduled) for s in second.scheduled] == [
+        ("r1", 4, 2),
+        ("r2", 2, 1),
+    ]
+    assert trace.outputs == {r.name: w.alone(r) for r in w.requests}
+    assert EngineTrace.from_dict(trace.to_dict()) == trace  # saved and replayed as it ran
+
+
+def test_without_tensor_parallelism_it_passes_too() -> None:
+    w = workload(request("r1", 1, 2, 1), request("r2", 1, 2, 2), blocks=3)
+    assert verify_engine(engine(None, "tensor_parallel_size=1"), w).ok
+
+
+# One mutant a day in the default run; all of them with -m costly, which CI runs too.
+EVERY = [*RUNNER_MUTANTS, *MUTANTS]
+TODAY = {
+    RUNNER_MUTANTS[rotation_day() % len(RUNNER_MUTANTS)],
+    MUTANTS[rotation_day() % len(MUTANTS)],
+}
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize(
+    "mutant",
+    [pytest.param(m, marks=() if m in TODAY else pytest.mark.costly) for m in EVERY],
+    ids=lambda p: p.stem,
+)
+def test_each_mutant_is_caught_through_its_own_step(mutant: Path) -> None:
+    found = search_engine(engine(mutant), examples=1000)
+    assert found.failure is not None, f"{mutant.stem} passed {found.examples} workloads"
+    check = found.failure[1].violations[0].check
+    assert check in expected_checks(mutant), found.failure[1].report()
+
+
+def test_a_worker_kept_out_of_the_engine_s_process_state_is_named() -> None:
+    """The block size the engine sets in its own process only: the worker's E8 says which
+    attribute its process holds otherwise."""
+    mutant = next(m for m in RUNNER_MUTANTS if m.stem == "block_size_set_in_rank_zero")
+    w = workload(request("r1", 1, 2, 1))
+    verdict = verify_engine(engine(mutant), w)
+    message = verdict.violations[0].message
+    assert verdict.violations[0].check == "E8", verdict.report()
+    assert "ZeroDivisionError" in message and "Sequence.block_size = 0 (rank 0: 2)" in message
+
+
+GPU_SETUP = '''"""Its runner makes a CUDA stream while it is built (a GPU-only step
+schedcheck does not know to leave out)."""
+
+# replaces nanovllm/engine/model_runner.py
+import torch
+
+from nanovllm.engine._correct_model_runner import ModelRunner as _ModelRunner
+
+
+class ModelRunner(_ModelRunner):
+    def __init__(self, *args):
+        self.make_stream()
+        super().__init__(*args)
+
+    def make_stream(self):
+        self.stream = torch.cuda.Stream()
+'''
+
+
+def test_an_engine_that_cannot_be_built_on_a_cpu_is_no_verdict(tmp_path: Path) -> None:
+    """A GPU step in its runner's set-up that schedcheck does not leave out: exit 2, naming
+    the line, never a FAIL (its code may well be right)."""
+    needs_torch()
+    source = tmp_path / "gpu_setup.py"
+    source.write_text(GPU_SETUP)
+    root = checkout(source, whole=True)
+    local = LocalEngine(NANO, read_setup(str(root)))
+    with pytest.raises(Undrivable, match=r"could not be built on a CPU.*make_stream"):
+        verify_engine(local, workload(request("r1", 1)))
+    assert main(["engine", str(root), "--examples", "5"]) == faults.USAGE
+
+
+def test_its_own_loop_needs_its_engine_and_torch(tmp_path: Path) -> None:
+    """A checkout with only the scheduling code runs schedcheck's loop, and says why;
+    asking for its own step there is a usage error naming what is missing."""
+    assert read_setup(str(CORRECT)).modes == ("scheduler",)
+    with pytest.raises(SetupError, match=r"no nanovllm/engine/llm_engine\.py"):
+        read_setup(str(CORRECT), loop="own")
+    with pytest.raises(SetupError, match="nano-vllm's loops are own, scheduler"):
+        read_setup(str(CORRECT), loop="overlap")
+    needs_torch()
+    both = read_setup(str(checkout(whole=True)), modes="all")
+    assert both.modes == ("own", "scheduler")
+    assert read_setup(str(checkout(whole=True)), loop="scheduler").modes == ("scheduler",)
+
+
+def test_isolated_it_passes_in_its_box() -> None:
+    """torch and what the engine imports are loaded before the box; a worker rank runs in
+    it as in the checking process."""
+    needs_torch()
+    box = IsolatedEngine(NANO, read_setup(str(checkout(whole=True))))
+    try:
+        found = search_engine(box, examples=40)
+    finally:
+        box.stop()
+    assert found.failure is None and found.examples == 40
+
+
+def test_a_fresh_process_state_restarts_counters_and_scales_the_block_size() -> None:
+    """What a spawned worker (and each workload's engine) starts from: the import-time
+    values, a counter from its start, a block size of the fork's default read as the
+    workload's."""
+    module = types.ModuleType("fork_sequence")
+
+    class Sequence:
+        block_size = 256
+        counter = itertools.count()
+        name = "seq"
+
+    Sequence.__module__ = module.__name__
+    module.Sequence = Sequence  # type: ignore[attr-defined]
+    module.LIMIT = 256  # type: ignore[attr-defined]
+    state = ProcessState([module])
+    next(Sequence.counter)
+    Sequence.block_size = 4
+    state.apply(state.scaled(256, 2))
+    assert Sequence.block_size == 2 and next(Sequence.counter) == 0
+    assert module.LIMIT == 256  # type: ignore[attr-defined]  # not named a block size
+    state.apply(state.pristine)
+    assert Sequence.block_size == 256
+    assert state.differences(state.pristine, state.scaled(256, 2)) == [
+        "Sequence.block_size = 2 (rank 0: 256)"
+    ]
+
+
+def test_a_worker_s_inputs_are_told_from_rank_zero_s() -> None:
+    rank0 = Inputs(False, (5,), (3,), (7,), ((3, 1),), (), (), (4,))
+    same = Inputs(*rank0)
+    other = rank0._replace(slot_mapping=(9,))
+    assert rank0.differs(same) is None
+    assert rank0.differs(other) == "slot_mapping [9], rank 0's [7]"
+
+
+def test_the_command_says_which_loop_and_what_is_not_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    needs_torch()
+    root = tmp_path / "fork"
+    shutil.copytree(checkout(whole=True), root)
+    assert main(["engine", str(root), "--examples", "10", "--in-process"]) == faults.PASS
+    out = capsys.readouterr().out
+    assert "loop: own (its LLMEngine.step() and ModelRunner" in out
+    assert "not run: the model's forward, its sampler" in out
+    assert "warmup_model, allocate_kv_cache" in out
+
+
+def test_loop_is_an_option_nano_vllm_takes() -> None:
+    args = argparse.Namespace(package=None, config=[], runner=None, loop="scheduler", modes=None)
+    assert NANO.setup(str(CORRECT), args).modes == ("scheduler",)
