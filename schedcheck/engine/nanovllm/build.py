@@ -26,6 +26,7 @@ process state a new interpreter would have (ranks.ProcessState), with its forwar
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import functools
@@ -41,10 +42,10 @@ from schedcheck.engine.nanovllm.config import NOT_RUN
 from schedcheck.engine.nanovllm.loader import Engine, SourceFinder
 from schedcheck.engine.nanovllm.model import Argmax, Forwards, SimModel
 from schedcheck.engine.nanovllm.ranks import Distributed, Park, ProcessState, Ranks
-from schedcheck.engine.nanovllm.standins import placeholders, stood_in, torch_on_cpu
+from schedcheck.engine.nanovllm.standins import Placeholder, placeholders, stood_in, torch_on_cpu
 from schedcheck.engine.workload import EOS, EngineWorkload
 
-__all__ = ["WORLD", "Built", "Package", "build", "load_package"]
+__all__ = ["WORLD", "Built", "Package", "assigned", "build", "load_package", "unset_by_us"]
 
 ACCEPTED_BLOCK_SIZE = 256  # what nano-vllm's Config asserts (a multiple of 256)
 WORLD = 2  # tensor-parallel ranks, unless --config tensor_parallel_size says otherwise
@@ -66,7 +67,7 @@ class Built:
     def hf_config(self) -> Any:
         import torch
 
-        return types.SimpleNamespace(
+        return HfConfig(
             dtype=torch.float32,
             torch_dtype=torch.float32,
             max_position_embeddings=1 << 20,
@@ -97,6 +98,17 @@ class Built:
         self.seqs[self.naming] = seq
 
 
+class HfConfig(types.SimpleNamespace):
+    """The model's config (`AutoConfig.from_pretrained`): one tiny layer; what a fork's Config
+    does with it besides reading it (save it beside the model) does nothing."""
+
+    def save_pretrained(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
 _current: Built | None = None  # the engine built or run in this process now
 
 
@@ -115,7 +127,7 @@ class Package:
         for old in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
             del sys.modules[old]
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, SourceFinder)]
-        self.finder = SourceFinder(root, name, sources)
+        self.finder = SourceFinder(root, name, sources, inits=True)
         sys.meta_path.insert(0, self.finder)
         with placeholders(stood_in()):
             engine = importlib.import_module(f"{name}.engine.llm_engine")
@@ -150,6 +162,7 @@ class Package:
             if self.Config is not None and dataclasses.is_dataclass(self.Config)
             else None
         )
+        self.set_by = assigned(sources)
         self.state = ProcessState(list(self.modules.values()))
         self.block_size = _default(self.Config, "kvcache_block_size", ACCEPTED_BLOCK_SIZE)
         self.scaled = self.state.sized(self.block_size)
@@ -172,6 +185,49 @@ class Package:
             self.modules,
             self.finder,
         )
+
+
+def assigned(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Each `self.NAME = ...` attribute in the sources' classes, and the methods that set it
+    (read off the text: which attributes only a GPU set-up method gives a runner)."""
+    found: dict[str, set[str]] = {}
+    for text in sources.values():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for fn in cls.body:
+                if not isinstance(fn, ast.FunctionDef):
+                    continue
+                for node in ast.walk(fn):
+                    targets = node.targets if isinstance(node, ast.Assign) else []
+                    if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                        targets = [node.target]
+                    for t in targets:
+                        if (
+                            isinstance(t, ast.Attribute)
+                            and isinstance(t.value, ast.Name)
+                            and t.value.id == "self"
+                        ):
+                            found.setdefault(t.attr, set()).add(fn.name)
+    return found
+
+
+def unset_by_us(package: Package, error: BaseException) -> str | None:
+    """Why an exception the engine raised is schedcheck's doing, not the engine's (None:
+    it is the engine's): a placeholder called, or an attribute only a GPU set-up method
+    it does not run would have set."""
+    if isinstance(error, Placeholder):
+        return str(error)
+    if isinstance(error, AttributeError) and error.name:
+        setters = package.set_by.get(error.name, set())
+        if setters and setters <= set(NOT_RUN):
+            return (
+                f"it reads {type(error.obj).__name__}.{error.name}, which only "
+                f"{', '.join(sorted(setters))} sets: a GPU set-up schedcheck does not run"
+            )
+    return None
 
 
 def _default(config: Any, name: str, otherwise: int) -> int:

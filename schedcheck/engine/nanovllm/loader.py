@@ -68,8 +68,11 @@ def read_sources(folder: str | Path) -> dict[str, str]:
 class SourceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """`<package>.*` from the sources: packages empty, modules compiled from their text."""
 
-    def __init__(self, root: Path, package: str, sources: dict[str, str]) -> None:
+    def __init__(
+        self, root: Path, package: str, sources: dict[str, str], inits: bool = False
+    ) -> None:
         self.root, self.package, self.sources = root, package, sources
+        self.inits = inits  # whether a package's __init__.py runs (the whole engine's do)
 
     def find_spec(
         self, name: str, path: object = None, target: object = None
@@ -78,8 +81,11 @@ class SourceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         rel = name.replace(".", "/")
         if any(key.startswith(rel + "/") for key in self.sources):
-            spec = importlib.machinery.ModuleSpec(name, self, is_package=True)
+            init = f"{rel}/__init__.py"
+            origin = str(self.root / init) if self.inits and init in self.sources else None
+            spec = importlib.machinery.ModuleSpec(name, self, origin=origin, is_package=True)
             spec.submodule_search_locations = []
+            spec.has_location = origin is not None
             return spec
         if rel + ".py" in self.sources:
             spec = importlib.machinery.ModuleSpec(name, self, origin=str(self.root / f"{rel}.py"))

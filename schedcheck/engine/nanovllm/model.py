@@ -20,7 +20,8 @@ read a trace (E1-E4, E7, E9) read what the fork's runner really ran.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from schedcheck.engine.kv import Written, held, holds, show
@@ -46,6 +47,13 @@ class Inputs(NamedTuple):
     cu_seqlens_q: tuple[int, ...]
     cu_seqlens_k: tuple[int, ...]
     context_lens: tuple[int, ...]
+    # A batch of two parts, decode rows and prefill rows, the first `split` tokens the
+    # `first` part's ("decode" or "prefill"; "" a batch of one kind): a context's
+    # num_decode_tokens (decodes first) or num_prefill_tokens (prefills first); then
+    # block_tables are the decode rows' and prefill_tables the prefill rows'.
+    first: str = ""
+    split: int = 0
+    prefill_tables: tuple[tuple[int, ...], ...] | None = None
 
     def differs(self, other: Inputs) -> str | None:
         """The first field where `other` differs from these, in words."""
@@ -74,19 +82,31 @@ def inputs(context: Any, input_ids: Any, positions: Any) -> Inputs:
     """Copy a forward's inputs out of the runner's context (nano-vllm's utils/context.py
     fields, read by name; a field a fork lacks reads as empty)."""
     tables = getattr(context, "block_tables", None)
+    prefill_tables = getattr(context, "prefill_block_tables", None)
     cu_q = getattr(context, "cu_seqlens_q", None)
     # a fork whose context has no is_prefill runs every batch as varlen rows (vLLM v1's
     # style): a prefill's shape, where cu_seqlens are set
     prefill = getattr(context, "is_prefill", cu_q is not None)
+    first, split = "", 0
+    for kind, name in (("decode", "num_decode_tokens"), ("prefill", "num_prefill_tokens")):
+        if getattr(context, name, None) is not None:
+            first, split = kind, int(getattr(context, name))
+    if first == "prefill":  # its decode rows read through decode_block_tables
+        tables = getattr(context, "decode_block_tables", None)
+    if first:
+        prefill = cu_q is not None
     return Inputs(
         bool(prefill),
         _plain(input_ids),
         _plain(positions),
         _plain(getattr(context, "slot_mapping", None)),
         None if tables is None else _plain(tables),
-        _plain(getattr(context, "cu_seqlens_q", None)),
+        _plain(cu_q),
         _plain(getattr(context, "cu_seqlens_k", None)),
         _plain(getattr(context, "context_lens", None)),
+        first,
+        split,
+        None if prefill_tables is None else _plain(prefill_tables),
     )
 
 
@@ -104,6 +124,7 @@ class Forwards:
         self.prefill = False  # whether any forward of this step was a prefill
         self.inputs: dict[int, list[Inputs]] = {}  # by rank, this step's
         self.problem: EngineFailure | None = None
+        self.internal: Exception | None = None  # the simulated model's own failure
         self.step = 0
         self.checking = False  # off while the engine is built (its warm-up forward)
         self.first: Callable[[], None] | None = None  # called at a step's first forward
@@ -113,6 +134,20 @@ class Forwards:
         self.step, self.rows, self.prefill = step, [], False
         self.seen = False
         self.inputs = {rank: [] for rank in self.inputs}
+
+    @contextmanager
+    def ours(self) -> Iterator[None]:
+        """The simulated model's own code: an exception of its (not a problem it found) is
+        schedcheck's fault, kept in `internal` for the driver to raise where the engine's
+        faults are not judged, whatever the engine does with it."""
+        try:
+            yield
+        except ModelProblem:
+            raise
+        except Exception as e:
+            if self.internal is None:
+                self.internal = e
+            raise ModelProblem(f"schedcheck's simulated model failed: {e!r}") from None
 
     def fail(self, check: str, message: str) -> None:
         """Note the first problem and end the forward (the exception is the engine's to
@@ -274,27 +309,53 @@ Row = tuple[
 
 
 def _rows(got: Inputs) -> list[Row] | None:
-    """The forward's rows: a prefill's by cu_seqlens (a row's queries are the last of its
-    keys), a decode's one token each; None where the inputs do not split so."""
+    """The forward's rows, in batch order: a prefill's by cu_seqlens (a row's queries are
+    the last of its keys), a decode's one token each, or both in a batch of two parts;
+    None where the inputs do not split so."""
     n = len(got.input_ids)
     if len(got.positions) != n or len(got.slot_mapping) != n:
         return None
-    tables = got.block_tables
-    if not got.is_prefill:
-        if len(got.context_lens) != n or tables is None or len(tables) != n:
-            return None
-        return [
-            (
-                got.positions[r],
-                (got.positions[r],),
-                (got.input_ids[r],),
-                (got.slot_mapping[r],),
-                got.context_lens[r],
-                tables[r],
-            )
-            for r in range(n)
-        ]
-    cq, ck = got.cu_seqlens_q, got.cu_seqlens_k
+    tokens = list(zip(got.input_ids, got.positions, got.slot_mapping, strict=True))
+    if not got.first:
+        if got.is_prefill:
+            return _prefill_rows(tokens, got.cu_seqlens_q, got.cu_seqlens_k, got.block_tables)
+        return _decode_rows(tokens, got.context_lens, got.block_tables)
+    if not 0 <= got.split <= n:
+        return None
+    head, tail = tokens[: got.split], tokens[got.split :]
+    decodes, prefills = (head, tail) if got.first == "decode" else (tail, head)
+    # beside decode rows a prefill row reads through prefill_tables (none: no cached
+    # prefix); alone, where the context has none, through block_tables (a runner that
+    # mixes the two kinds only sometimes, as Beatrice0377/my-nano-vllm's)
+    tables = got.prefill_tables
+    if not decodes and tables is None:
+        tables = got.block_tables
+    d = _decode_rows(decodes, got.context_lens, got.block_tables) if decodes else []
+    p = _prefill_rows(prefills, got.cu_seqlens_q, got.cu_seqlens_k, tables) if prefills else []
+    if d is None or p is None:
+        return None
+    return d + p if got.first == "decode" else p + d
+
+
+Token = tuple[int, int, int]  # input id, position, slot
+
+
+def _decode_rows(
+    tokens: list[Token], lens: tuple[int, ...], tables: tuple[tuple[int, ...], ...] | None
+) -> list[Row] | None:
+    n = len(tokens)
+    if len(lens) != n or tables is None or len(tables) != n:
+        return None
+    return [(p, (p,), (t,), (s,), lens[r], tables[r]) for r, (t, p, s) in enumerate(tokens)]
+
+
+def _prefill_rows(
+    tokens: list[Token],
+    cq: tuple[int, ...],
+    ck: tuple[int, ...],
+    tables: tuple[tuple[int, ...], ...] | None,
+) -> list[Row] | None:
+    n = len(tokens)
     if len(cq) != len(ck) or len(cq) < 2 or cq[0] != 0 or cq[-1] != n:
         return None
     if tables is not None and len(tables) != len(cq) - 1:
@@ -304,15 +365,11 @@ def _rows(got: Inputs) -> list[Row] | None:
         a, b, keys = cq[i], cq[i + 1], ck[i + 1] - ck[i]
         if b < a or keys < b - a:
             return None
+        ids, positions, slots = (
+            (tuple(x) for x in zip(*tokens[a:b], strict=True)) if b > a else ((), (), ())
+        )
         rows.append(
-            (
-                keys - (b - a),
-                got.positions[a:b],
-                got.input_ids[a:b],
-                got.slot_mapping[a:b],
-                keys,
-                None if tables is None else tables[i],
-            )
+            (keys - (b - a), positions, ids, slots, keys, None if tables is None else tables[i])
         )
     return rows
 
@@ -329,22 +386,29 @@ class SimModel:
         import torch
 
         f = self.forwards
-        got = inputs(self.context(), input_ids, positions)
-        self.pending = []
-        if f.checking:
-            f.inputs.setdefault(self.rank, []).append(got)
-            if self.rank == 0:
-                if not f.seen and f.first is not None:
-                    f.first()
-                f.seen = True
-                self.pending = f.forward(got)
-        return torch.zeros(len(got.input_ids), 1)
+        with f.ours():
+            got = inputs(self.context(), input_ids, positions)
+            self.pending = []
+            if f.checking:
+                f.inputs.setdefault(self.rank, []).append(got)
+                if self.rank == 0:
+                    if not f.seen and f.first is not None:
+                        f.first()
+                    f.seen = True
+                    self.pending = f.forward(got)
+            return torch.zeros(len(got.input_ids), 1)
 
     def compute_logits(self, hidden: Any) -> Any:
         """One-hot logits on each row's next token, for the rows nano-vllm's LM head keeps:
         a prefill's last position per sequence (every position where the context asks for
         full logits, as brightmoonflame's does), only the sequences the context's
-        `seq_need_compute_logits` names where it names any (vLLM v1-style forks)."""
+        `seq_need_compute_logits` names where it names any (vLLM v1-style forks), the
+        batch's tokens its `logits_indices` names where it has them (a fork mixing decodes
+        and chunks in one batch)."""
+        with self.forwards.ours():
+            return self._logits(hidden)
+
+    def _logits(self, hidden: Any) -> Any:
         import torch
 
         context = self.context()
@@ -359,6 +423,10 @@ class SimModel:
         need = _plain(getattr(context, "seq_need_compute_logits", None))
         if need and not every:
             tokens = [tokens[i] for i in need if 0 <= i < len(tokens)]
+        chosen = getattr(context, "logits_indices", None)  # token indices in the batch
+        if chosen is not None and not every:
+            each = [nexts(truth[: p + 1]) for truth, ps in self.pending for p in ps]
+            tokens = [each[i] for i in _plain(chosen) if 0 <= i < len(each)]
         if not self.forwards.checking:
             tokens = [0] * len(hidden)  # a warm-up forward: any logits
         logits = torch.zeros(len(tokens), self.forwards.workload.vocab + 1)

@@ -127,7 +127,8 @@ class Ranks:
         self.running: int | None = None  # the worker whose loop runs now
         self.pending: list[tuple[int, Any, tuple[Any, ...]]] = []  # spawned, not yet built
         self.fresh = state.pristine  # what a new process holds (ProcessState.scaled)
-        self.raised: tuple[int, str] | None = None  # the first worker that raised, and what
+        # the first worker that raised: its rank, what it raised in words, the exception
+        self.raised: tuple[int, str, Exception] | None = None
 
     @contextmanager
     def as_rank(self, rank: int) -> Iterator[None]:
@@ -191,7 +192,7 @@ class Ranks:
             pass
         except Exception as e:  # the fork's code on its copy: rank 0 runs on regardless
             if self.raised is None:
-                self.raised = rank, describe(e, None, self.source)
+                self.raised = rank, describe(e, None, self.source), e
         finally:
             self.running = None
 

@@ -6,8 +6,9 @@ docs/notes/nanovllm-own-step-spike.md).
    modules import: its attention and kernels import triton and flash_attn, its engine
    transformers (AutoConfig, AutoTokenizer: the build replaces the names it uses). A
    placeholder lets its attribute be read and used as a decorator (`@triton.jit` runs at
-   import), and raises Placeholder when anything else calls it: a kernel the simulated
-   model should have replaced fails loudly, never silently skipped. torch itself probes
+   import); while the fork imports, any call gives another placeholder (a kernel's
+   `@triton.autotune(configs=[triton.Config(...)])`); after, a call raises Placeholder:
+   a kernel the simulated model should have replaced fails loudly, never silently skipped. torch itself probes
    `import triton` lazily later, so the placeholders leave `sys.modules` after the import.
 2. torch made to run a CUDA program's host side on the CPU, once per process: `.cuda()` and
    `pin_memory` are no-ops, a default device of "cuda" is the CPU, `torch.compile` is the
@@ -26,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["ALWAYS", "Placeholder", "placeholders", "torch_on_cpu"]
+__all__ = ["ALWAYS", "Placeholder", "on_cpu", "placeholders", "torch_on_cpu"]
 
 # GPU-only packages and the model hub: stood in for even where installed (a fork's engine
 # must not load a model, and triton's real import needs a GPU driver).
@@ -66,8 +67,8 @@ class _Stand:
     def __call__(self, *args: object, **kwargs: object) -> Any:
         if len(args) == 1 and callable(args[0]) and not kwargs:
             return args[0]  # a decorator: the function is kept, and never run on a CPU
-        if not args and kwargs:
-            return self  # a decorator with options: @triton.jit(do_not_specialize=...)
+        if _importing:  # `@triton.autotune(configs=[triton.Config(...)])` at import
+            return _Stand(f"{self._name}()")
         raise Placeholder(
             f"{self._name} was called: schedcheck stands it in (a GPU-only or model-hub "
             "package), and the engine ran a path that needs it"
@@ -78,6 +79,9 @@ class _Stand:
 
     def __repr__(self) -> str:
         return f"<schedcheck stand-in {self._name}>"
+
+
+_importing = False  # while the fork's modules import: a placeholder's call gives another
 
 
 class _Module(types.ModuleType):
@@ -120,11 +124,14 @@ def placeholders(roots: frozenset[str]) -> Iterator[None]:
     kept = {n: m for n, m in sys.modules.items() if n.split(".")[0] in roots}
     for name in kept:
         del sys.modules[name]
+    global _importing
     finder = _Finder(roots)
     sys.meta_path.insert(0, finder)
+    _importing = True
     try:
         yield
     finally:
+        _importing = False
         sys.meta_path.remove(finder)
         for name in [n for n, m in sys.modules.items() if isinstance(m, _Module)]:
             del sys.modules[name]
@@ -149,7 +156,7 @@ def torch_on_cpu() -> None:
     tensor = torch.tensor
     set_default_device = torch.set_default_device
 
-    def on_cpu(*args: Any, **kwargs: Any) -> Any:
+    def tensor_on_cpu(*args: Any, **kwargs: Any) -> Any:
         kwargs.pop("pin_memory", None)
         if str(kwargs.get("device", "cpu")).startswith("cuda"):
             kwargs["device"] = "cpu"
@@ -159,9 +166,40 @@ def torch_on_cpu() -> None:
         set_default_device(None if device is None or str(device).startswith("cuda") else device)
 
     torch.compile = compile
-    torch.tensor = on_cpu
+    torch.tensor = tensor_on_cpu
     torch.set_default_device = default_device
     torch.Tensor.cuda = lambda self, *a, **k: self
     torch.Tensor.pin_memory = lambda self, *a, **k: self
     for name in ("set_device", "synchronize", "empty_cache", "reset_peak_memory_stats"):
         setattr(torch.cuda, name, lambda *a, **k: None)
+    on_cpu().__enter__()  # this thread's (a thread of the engine's enters its own)
+
+
+_MODE: Any = None
+
+
+def on_cpu() -> Any:
+    """A torch function mode under which every torch call that names a CUDA device names the
+    CPU (`torch.arange(n, device="cuda")`, `x.to("cuda")`): it runs nothing on a GPU. A
+    mode holds for the thread that enters it."""
+    global _MODE
+    if _MODE is None:
+        import torch
+
+        def cpu(value: Any) -> Any:
+            is_device = isinstance(value, (str, torch.device))
+            return "cpu" if is_device and str(value).startswith("cuda") else value
+
+        class OnCpu(torch.overrides.TorchFunctionMode):  # type: ignore[misc]
+            def __torch_function__(
+                self,
+                func: Any,
+                types: Any,
+                args: tuple[Any, ...] = (),
+                kwargs: dict[str, Any] | None = None,
+            ) -> Any:
+                kwargs = {k: cpu(v) if k == "device" else v for k, v in (kwargs or {}).items()}
+                return func(*(cpu(a) for a in args), **kwargs)
+
+        _MODE = OnCpu
+    return _MODE()

@@ -14,7 +14,8 @@ from typing import Any
 
 from schedcheck.drive.driver import describe
 from schedcheck.engine.nanovllm import copyout
-from schedcheck.engine.nanovllm.build import Built, Package, build
+from schedcheck.engine.nanovllm.build import Built, Package, build, unset_by_us
+from schedcheck.engine.nanovllm.generate import GenerateLoop, Returned, calls_is_finished
 from schedcheck.engine.nanovllm.runners import OWN
 from schedcheck.engine.run import Run, Stop
 from schedcheck.engine.trace import UNDRIVABLE, EngineFailure, EngineStep, EngineTrace, Pool
@@ -37,13 +38,17 @@ def run_own_step(
     beat: Callable[[int, str], None] | None = None,
 ) -> EngineTrace:
     run = Run(workload, TRAITS, beat)
-    return run.play(OwnStepDriver(package, run, config))
+    driver = OwnStepDriver(package, run, config)
+    try:
+        return run.play(driver)
+    finally:
+        driver.close()
 
 
 class OwnStepDriver:
     """One run of a fork's own LLMEngine."""
 
-    undrivable: tuple[type[BaseException], ...] = (Unbuilt,)
+    undrivable: tuple[type[BaseException], ...] = (Unbuilt, Returned)
     idle_call = "is_finished()"
     stuck_is_e5 = False  # an idle engine is told by is_finished(): the bound decides
 
@@ -53,6 +58,8 @@ class OwnStepDriver:
         self.built: Built | None = None
         self.before: Pool | None = None  # the pool at this step's first forward
         self.misread: Exception | None = None
+        self.loop: GenerateLoop | None = None
+        self.finished: Any = None  # the engine's own is_finished()
 
     @property
     def engine(self) -> Built:
@@ -61,13 +68,35 @@ class OwnStepDriver:
 
     def start(self) -> None:
         if self.package.SamplingParams is None:
-            raise Stop(
-                EngineFailure(
-                    UNDRIVABLE, 0, "LLMEngine()", "it has no sampling_params.py (SamplingParams)"
-                )
-            )
+            raise self._undrivable("LLMEngine()", "it has no sampling_params.py (SamplingParams)")
         self.built = self.run.call("LLMEngine()", self._build)
         self.built.forwards.first = self._at_first_forward
+        engine = self.built.engine
+        self.finished = engine.is_finished
+        if calls_is_finished(engine):
+            loop = GenerateLoop(engine, lambda: self._params(EngineRequest("", (1,), 1)))
+            if self.run.call("generate()", loop.start):
+                self.loop = loop
+                return
+            del engine.is_finished  # its generate() never reached its loop: its step alone
+        if not callable(getattr(engine, "step", None)):
+            raise self._undrivable(
+                "LLMEngine()",
+                "its LLMEngine has no step(), and its generate() does not loop on "
+                "self.is_finished(), where schedcheck would take each step",
+            )
+
+    def close(self) -> None:
+        """Let generate() return (where it steps the engine)."""
+        if self.loop is not None:
+            self.loop.close()
+
+    def _undrivable(self, call: str, message: str) -> Stop:
+        return Stop(EngineFailure(UNDRIVABLE, self.run.step, call, message))
+
+    def _params(self, request: EngineRequest) -> Any:
+        make: Any = self.package.SamplingParams
+        return make(temperature=1.0, max_tokens=request.max_tokens, ignore_eos=request.ignore_eos)
 
     def _build(self) -> Built:
         try:
@@ -79,7 +108,7 @@ class OwnStepDriver:
             ) from None
 
     def idle(self) -> bool:
-        return self.run.call("is_finished()", lambda: bool(self.engine.engine.is_finished()))
+        return self.run.call("is_finished()", lambda: bool(self.finished()))
 
     def lost(self) -> list[str]:
         return []
@@ -98,13 +127,7 @@ class OwnStepDriver:
 
     def add(self, request: EngineRequest) -> None:
         built, call = self.engine, self.run.call
-        make: Any = self.package.SamplingParams
-        params = call(
-            "SamplingParams()",
-            lambda: make(
-                temperature=1.0, max_tokens=request.max_tokens, ignore_eos=request.ignore_eos
-            ),
-        )
+        params = call("SamplingParams()", lambda: self._params(request))
         built.naming = request.name
         call("add_request()", lambda: built.engine.add_request(list(request.prompt), params))
         if request.name not in built.seqs:
@@ -118,6 +141,21 @@ class OwnStepDriver:
                 )
             )
 
+    def _one_step(self) -> None:
+        """One iteration of its generate() loop (or its step()); an exception that is
+        schedcheck's doing (unset_by_us) is no verdict."""
+        try:
+            if self.loop is not None:
+                self.loop.advance()
+            else:
+                self.engine.engine.step()
+        except Exception as e:
+            ours = unset_by_us(self.package, e)
+            if ours is not None and self.engine.forwards.problem is None:
+                message = f"its step cannot run on a CPU with schedcheck's stand-ins: {ours}"
+                raise Unbuilt(message) from None
+            raise
+
     def _at_first_forward(self) -> None:
         try:
             self.before = self.pool()
@@ -130,10 +168,14 @@ class OwnStepDriver:
         forwards.begin(run.step)
         self.before, self.misread = None, None
         try:
-            run.call("step()", built.engine.step)
+            run.call("step()", self._one_step)
         except Stop as stop:
+            if forwards.internal is not None:  # ours: no verdict (exit 3)
+                raise forwards.internal from None
             self._record(None)
             raise Stop(forwards.problem or stop.failure) from None
+        if forwards.internal is not None:
+            raise forwards.internal
         if forwards.problem is not None:  # the engine caught the model's exception
             self._record(None)
             raise Stop(forwards.problem)
@@ -142,7 +184,12 @@ class OwnStepDriver:
         after = run.read("step()", self.pool)
         self._record(after)
         if built.ranks.raised is not None:
-            rank, what = built.ranks.raised
+            rank, what, error = built.ranks.raised
+            ours = unset_by_us(self.package, error)
+            if ours is not None:
+                raise self._undrivable(
+                    "model runner", f"its tensor-parallel rank {rank} cannot run here: {ours}"
+                )
             said = f"tensor-parallel rank {rank} {what}"
             raise Stop(EngineFailure("E8", run.step, "model runner", said + self._why(rank)))
         differs = forwards.compare()

@@ -1,0 +1,113 @@
+"""A fork's `LLMEngine.generate()` as the loop that steps it (docs/engines.md, "nano-vllm's
+own step"): generate() sets up what its step reads (some forks' per-run state) and calls
+whatever step method it calls; schedcheck must still add requests at their steps.
+
+So generate() runs on a thread of its own, started with no prompt, and parks each time its
+loop asks `self.is_finished()`: there the run's skeleton takes over (adds the requests
+arriving now, asks the engine's own is_finished(), checks the bound) and lets it take one
+iteration of its loop (`advance`), or end (`close`: is_finished() answers True). Exactly
+one of the two threads runs at any time, so nothing of the engine is read while it runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from schedcheck.engine.nanovllm.standins import on_cpu
+
+__all__ = ["GenerateLoop", "calls_is_finished"]
+
+
+class Returned(Exception):
+    """generate() returned, or raised, before the run was over."""
+
+
+def calls_is_finished(engine: Any) -> bool:
+    """Whether the engine's generate() loops on `self.is_finished()` (read off its source)."""
+    generate = getattr(type(engine), "generate", None)
+    try:
+        source = inspect.getsource(generate) if generate is not None else ""
+    except (OSError, TypeError):
+        return False
+    return "self.is_finished()" in source
+
+
+class GenerateLoop:
+    """generate() on its thread, parked at each of its loop's is_finished() calls."""
+
+    def __init__(self, engine: Any, make_params: Callable[[], Any]) -> None:
+        self.engine = engine
+        self.finished: Callable[[], bool] = engine.is_finished  # the engine's own
+        self.cv = threading.Condition()
+        self.engine_turn = False
+        self.ending = False
+        self.done = False
+        self.error: BaseException | None = None
+        engine.is_finished = self._park
+        self.thread = threading.Thread(
+            target=self._generate, args=(make_params,), name="engine generate()", daemon=True
+        )
+
+    def start(self) -> bool:
+        """Start generate() and wait for its first park; False if it never parked (its loop
+        does not ask is_finished(), or it returned or raised before)."""
+        self.thread.start()
+        with self.cv:
+            self.cv.wait_for(lambda: not self.engine_turn and (self.parked or self.done))
+        return not self.done
+
+    parked = False
+
+    def _park(self) -> bool:
+        with self.cv:
+            self.parked, self.engine_turn = True, False
+            self.cv.notify_all()
+            self.cv.wait_for(lambda: self.engine_turn)
+            return self.ending
+
+    def _generate(self, make_params: Callable[[], Any]) -> None:
+        generate = self.engine.generate
+        kwargs: dict[str, Any] = {}
+        try:
+            names = inspect.signature(generate).parameters
+        except (TypeError, ValueError):
+            names = {}  # type: ignore[assignment]
+        if "use_tqdm" in names:
+            kwargs["use_tqdm"] = False
+        try:
+            with on_cpu():  # torch's function modes are a thread's own
+                generate([], make_params(), **kwargs)
+        except BaseException as e:  # the engine's: told to the driver's thread
+            self.error = e
+        finally:
+            with self.cv:
+                self.done, self.engine_turn = True, False
+                self.cv.notify_all()
+
+    def advance(self) -> None:
+        """One iteration of generate()'s loop, up to its next is_finished()."""
+        with self.cv:
+            if self.done:
+                raise self._ended()
+            self.engine_turn = True
+            self.cv.notify_all()
+            self.cv.wait_for(lambda: not self.engine_turn)
+            if self.done:
+                raise self._ended()
+
+    def _ended(self) -> BaseException:
+        if self.error is not None:
+            return self.error
+        return Returned("its generate() returned with requests unfinished")
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Let generate() see is_finished() answer True and return."""
+        with self.cv:
+            if self.done or not self.thread.is_alive():
+                return
+            self.ending, self.engine_turn = True, True
+            self.cv.notify_all()
+        self.thread.join(timeout)
