@@ -8,8 +8,9 @@ docs/notes/nanovllm-own-step-spike.md).
    placeholder lets its attribute be read and used as a decorator (`@triton.jit` runs at
    import); while the fork imports, any call gives another placeholder (a kernel's
    `@triton.autotune(configs=[triton.Config(...)])`); after, a call raises Placeholder:
-   a kernel the simulated model should have replaced fails loudly, never silently skipped. torch itself probes
-   `import triton` lazily later, so the placeholders leave `sys.modules` after the import.
+   a kernel the simulated model should have replaced fails loudly, never silently
+   skipped. torch itself probes `import triton` lazily later, so the placeholders leave
+   `sys.modules` after the import.
 2. torch made to run a CUDA program's host side on the CPU, once per process: `.cuda()` and
    `pin_memory` are no-ops, a default device of "cuda" is the CPU, `torch.compile` is the
    identity (a sampler decorated with it is replaced anyway), and torch.cuda's calls that
