@@ -2,6 +2,10 @@
 schedulers, beside P07's.
 
 Run: python -m bench.engine [PATH]
+Where torch is installed, the same workloads through the engine's own step (the correct
+engine with the rest of an engine over it, tests/engine_subjects/engine: its LLMEngine and
+ModelRunner), with a worker rank and without, each as a share of the scheduler loop's rate
+(issue 39's target: at least half); with PATH, both loops on it.
 The same 500 generated engine workloads are checked (every check) on the correct
 engine written here in nano-vllm's API (tests/engine_subjects/correct/), in this process and in
 an isolated worker; medians of 3. P07's figures come from bench.isolation on the same
@@ -19,8 +23,10 @@ whole `schedcheck engine --engine sglang`. docs/performance.md keeps the numbers
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -43,8 +49,10 @@ from schedcheck.engine.verdict import Runs, verify_engine
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.strategies.workloads import fixed_sample
 
-# A correct engine of nano-vllm's shape, written here (read as data, not imported).
-CORRECT = Path(__file__).resolve().parent.parent / "tests" / "engine_subjects" / "correct"
+# A correct engine of nano-vllm's shape, written here (read as data, not imported), and the
+# rest of an engine over it (its LLMEngine, ModelRunner, a model needing a GPU).
+SUBJECTS = Path(__file__).resolve().parent.parent / "tests" / "engine_subjects"
+CORRECT, REST = SUBJECTS / "correct", SUBJECTS / "engine"
 
 COUNT = 500
 
@@ -122,6 +130,32 @@ def release_rates(name: str, package: str, every: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def own_step_rates(workloads: list[EngineWorkload], scheduler: tuple[float, float]) -> str:
+    """The same workloads through the engine's own step (issue 39: within twice the
+    scheduler loop's time), beside the scheduler loop's rates measured before."""
+    if importlib.util.find_spec("torch") is None:
+        return "own step: torch is not installed here"
+    root = Path(tempfile.mkdtemp(prefix="schedcheck-bench-"))
+    shutil.copytree(CORRECT, root, dirs_exist_ok=True)
+    shutil.copytree(REST, root, dirs_exist_ok=True)
+    lines = []
+    for label, config in (("2 ranks", []), ("1 rank", ["tensor_parallel_size=1"])):
+        setup = read_setup(str(root), config=config)
+        local, isolated = LocalEngine(NANO_VLLM, setup), IsolatedEngine(NANO_VLLM, setup)
+        try:
+            here = statistics.median(engine_rate(local, workloads) for _ in range(3))
+            boxed = statistics.median(engine_rate(isolated, workloads) for _ in range(3))
+        finally:
+            isolated.stop()
+        lines.append(
+            f"own step ({label}): in-process {here:.0f} examples/s "
+            f"({here / scheduler[0]:.2f} of the scheduler loop's), isolated {boxed:.0f} "
+            f"examples/s ({boxed / scheduler[1]:.2f})"
+        )
+    shutil.rmtree(root, ignore_errors=True)
+    return "\n".join(lines)
+
+
 def main() -> None:
     workloads = engine_sample(COUNT)
     correct = read_setup(str(CORRECT))
@@ -131,6 +165,7 @@ def main() -> None:
         boxed = statistics.median(engine_rate(isolated, workloads) for _ in range(3))
     finally:
         isolated.stop()
+    own = own_step_rates(workloads, (here, boxed))
     p07 = fixed_sample(300)
     worker = Isolated(SUBMISSION)
     worker.start()
@@ -147,21 +182,24 @@ def main() -> None:
         f"P07 (the reference as a submission, 300 workloads): in-process {p07_here:.0f} "
         f"examples/s, isolated {p07_boxed:.0f} examples/s"
     )
+    print(own)
     print(release_rates("vllm", "vllm", {"async_scheduling": None, "runner": None, "modes": "all"}))
     print(release_rates("sglang", "sglang", {"loop": None, "modes": "all"}))
     if len(sys.argv) > 1:
-        engine = IsolatedEngine(NANO_VLLM, read_setup(sys.argv[1]))
-        try:
-            start = time.perf_counter()
-            found = search_engine(engine, 1000)
-            took = time.perf_counter() - start
-        finally:
-            engine.stop()
-        verdict = "PASS" if found.failure is None else f"FAIL {found.failure[1].violations[0]}"
-        print(
-            f"schedcheck engine {sys.argv[1]}: {found.examples} workloads, isolated, "
-            f"{took:.1f} s ({verdict})"
-        )
+        for loop in ("scheduler", "own"):
+            engine = IsolatedEngine(NANO_VLLM, read_setup(sys.argv[1], loop=loop))
+            try:
+                start = time.perf_counter()
+                found = search_engine(engine, 1000)
+                took = time.perf_counter() - start
+            finally:
+                engine.stop()
+            failure = found.failure
+            verdict = "PASS" if failure is None else f"FAIL {failure[1].violations[0]}"
+            print(
+                f"schedcheck engine {sys.argv[1]} --loop {loop}: {found.examples} workloads, "
+                f"isolated, {took:.1f} s ({verdict})"
+            )
 
 
 if __name__ == "__main__":

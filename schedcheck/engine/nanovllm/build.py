@@ -11,8 +11,9 @@ fork's own modules, what needs a GPU, weights or other processes is replaced, on
   shared memory protocol and loop;
 - `AutoConfig`, `AutoTokenizer`: a model config of one tiny layer, a tokenizer with eos 0
   (prompts are given as token ids);
-- each `*ForCausalLM` class (and a dict of them) the model runner names, its `Sampler`, its
-  `load_model`: the simulated model (model.py), an argmax, nothing;
+- each `*ForCausalLM` class the fork defines (its `__new__`, however the fork reaches the
+  class), its `Sampler`, its `load_model`: the simulated model (model.py), an argmax,
+  nothing;
 - `ModelRunner`: a subclass whose GPU-only set-up methods (NOT_RUN: the warm-up forward,
   sizing and allocating the KV cache, CUDA graphs) do nothing; the pool's size is the
   workload's, given as `num_kvcache_blocks`;
@@ -356,18 +357,10 @@ def _shared_memory(name: str | None = None, create: bool = False, size: int = 0)
     return current().ranks.shared_memory(name, create, size)
 
 
-def _models(*args: object, **kwargs: object) -> SimModel:
+def _simulated(cls: type, *args: object, **kwargs: object) -> SimModel:
+    """A model class's __new__: the simulated model (not an instance of the class, so its
+    __init__ is not run)."""
     return current().model()
-
-
-class _Registry(dict):  # type: ignore[type-arg]
-    """A fork's dict of model classes: any architecture is the simulated model."""
-
-    def __getitem__(self, key: object) -> Any:
-        return _models
-
-    def get(self, key: object, default: object = None) -> Any:
-        return _models
 
 
 DISTRIBUTED = Distributed(lambda: current().ranks)
@@ -395,16 +388,14 @@ def _replace(module: types.ModuleType) -> None:
             setattr(module, name, _Tokenizers)
         elif name == "AutoConfig":
             setattr(module, name, _Configs)
-        elif isinstance(value, type) and name.endswith("ForCausalLM"):
-            setattr(module, name, _models)
         elif (
-            isinstance(value, dict)
-            and value
-            and all(
-                isinstance(v, type) and v.__name__.endswith("ForCausalLM") for v in value.values()
-            )
+            isinstance(value, type)
+            and name.endswith("ForCausalLM")
+            and value.__module__ == module.__name__
         ):
-            setattr(module, name, _Registry(value))
+            # the class itself: however the fork reaches it (a registry built at import,
+            # a dict, its name), building it builds the simulated model
+            value.__new__ = _simulated  # type: ignore[assignment]
         elif name == "Sampler" and isinstance(value, type):
             setattr(module, name, Argmax)
         elif name == "load_model" and callable(value):

@@ -30,10 +30,11 @@ from typing import Any
 
 __all__ = ["ALWAYS", "Placeholder", "on_cpu", "placeholders", "torch_on_cpu"]
 
-# GPU-only packages and the model hub: stood in for even where installed (a fork's engine
-# must not load a model, and triton's real import needs a GPU driver).
+# GPU-only (and NPU-only) packages and the model hub: stood in for even where installed
+# (a fork's engine must not load a model, and triton's real import needs a GPU driver).
 ALWAYS = (
     "triton",
+    "torch_npu",
     "flash_attn",
     "flashinfer",
     "sgl_kernel",

@@ -129,7 +129,7 @@ class OwnStepDriver:
         built, call = self.engine, self.run.call
         params = call("SamplingParams()", lambda: self._params(request))
         built.naming = request.name
-        call("add_request()", lambda: built.engine.add_request(list(request.prompt), params))
+        call("add_request()", lambda: self._add_request(request, params))
         if request.name not in built.seqs:
             raise Stop(
                 EngineFailure(
@@ -155,6 +155,20 @@ class OwnStepDriver:
                 message = f"its step cannot run on a CPU with schedcheck's stand-ins: {ours}"
                 raise Unbuilt(message) from None
             raise
+
+    def _add_request(self, request: EngineRequest, params: Any) -> None:
+        """Its add_request(); a ValueError there is its own admission rule refusing a request
+        schedcheck deems feasible (its prompt and max_tokens - 1 tokens of KV fit the pool
+        alone): input it does not take, no verdict."""
+        try:
+            self.engine.engine.add_request(list(request.prompt), params)
+        except ValueError as e:
+            raise Unbuilt(
+                f"its add_request() refuses {request.name} (prompt of {len(request.prompt)}, "
+                f"max_tokens {request.max_tokens}, a pool of {self.workload.config.num_blocks} "
+                f"blocks of {self.workload.config.block_size}), which fits the pool by "
+                f"schedcheck's rule: {describe(e, None, self.source)}"
+            ) from None
 
     def _at_first_forward(self) -> None:
         try:
