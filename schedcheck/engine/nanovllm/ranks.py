@@ -23,6 +23,7 @@ originals); a worker's inputs are compared with rank 0's after each step (model.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import pickle
 import types
@@ -52,7 +53,9 @@ class ProcessState:
             owners += [
                 v
                 for v in vars(module).values()
-                if isinstance(v, type) and v.__module__ == module.__name__
+                if isinstance(v, type)
+                and v.__module__ == module.__name__
+                and not issubclass(v, enum.Enum)  # its members are constants, not state
             ]
         self.keys = [
             (owner, attr)
