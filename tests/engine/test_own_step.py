@@ -37,6 +37,7 @@ from schedcheck.engine.verdict import Undrivable, verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from tests.engine_subjects.catalogue import (
     CORRECT,
+    ENGINE,
     MUTANTS,
     RUNNER_MUTANTS,
     checkout,
@@ -133,6 +134,26 @@ def test_each_mutant_is_caught_through_its_own_step(mutant: Path) -> None:
     assert found.failure is not None, f"{mutant.stem} passed {found.examples} workloads"
     check = found.failure[1].violations[0].check
     assert check in expected_checks(mutant), found.failure[1].report()
+
+
+@given(w=engine_workloads())
+@settings(SEARCH, max_examples=25)
+def test_an_engine_stepped_only_by_its_generate_is_driven_through_it(w: EngineWorkload) -> None:
+    """No step(), and a generate() that sets what its step reads: each iteration of its
+    generate()'s loop is a step, the requests added where it parks (step_once() outside
+    generate() would raise, E6)."""
+    shape = ENGINE.parent / "engine_shapes" / "generate_loop.py"
+    verdict = verify_engine(generate_shaped(shape), w)
+    assert verdict.ok, verdict.report()
+
+
+_SHAPED: dict[Path, LocalEngine] = {}
+
+
+def generate_shaped(shape: Path) -> LocalEngine:
+    if shape not in _SHAPED:
+        _SHAPED[shape] = engine(shape)
+    return _SHAPED[shape]
 
 
 def test_a_worker_kept_out_of_the_engine_s_process_state_is_named() -> None:

@@ -147,7 +147,8 @@ class Package:
         self.Sequence = sequence.Sequence
         self.Scheduler = scheduler.Scheduler
         self.SamplingParams = getattr(params, "SamplingParams", None)
-        self.Config = getattr(engine, "Config", None)
+        config = self.modules.get(f"{name}.config")
+        self.Config = getattr(config, "Config", None) or getattr(engine, "Config", None)
         context = self.modules.get(f"{name}.utils.context", runner)
         self.context: Callable[[], Any] = getattr(context, "get_context", lambda: None)
         base = getattr(engine, "ModelRunner", None) or vars(runner)["ModelRunner"]
@@ -155,7 +156,10 @@ class Package:
         self.Runner = _runner(base, self.not_run)
         for module in self.modules.values():
             _replace(module)
-        vars(engine)["ModelRunner"] = self.Runner  # what its LLMEngine builds
+        for module in self.modules.values():  # what its LLMEngine builds, wherever named
+            for key, value in list(vars(module).items()):
+                if value is base:
+                    vars(module)[key] = self.Runner
         if self.Config is not None and "__post_init__" in vars(self.Config):
             self.Config.__post_init__ = _post_init(self.Config.__post_init__)
         self.fields = (
@@ -164,6 +168,8 @@ class Package:
             else None
         )
         self.set_by = assigned(sources)
+        # what its generate() sets on its engine (its step may read it: jqzhang03's)
+        self.generate_sets = sorted(a for a, fns in self.set_by.items() if "generate" in fns)
         self.state = ProcessState(list(self.modules.values()))
         self.block_size = _default(self.Config, "kvcache_block_size", ACCEPTED_BLOCK_SIZE)
         self.scaled = self.state.sized(self.block_size)

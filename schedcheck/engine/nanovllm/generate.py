@@ -16,8 +16,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from schedcheck.engine.nanovllm.standins import on_cpu
-
 __all__ = ["GenerateLoop", "calls_is_finished"]
 
 
@@ -25,9 +23,20 @@ class Returned(Exception):
     """generate() returned, or raised, before the run was over."""
 
 
+_LOOPS: dict[type, bool] = {}
+
+
 def calls_is_finished(engine: Any) -> bool:
-    """Whether the engine's generate() loops on `self.is_finished()` (read off its source)."""
-    generate = getattr(type(engine), "generate", None)
+    """Whether the engine's generate() loops on `self.is_finished()` (read off its source,
+    once per engine class)."""
+    kind = type(engine)
+    if kind not in _LOOPS:
+        _LOOPS[kind] = _reads_is_finished(kind)
+    return _LOOPS[kind]
+
+
+def _reads_is_finished(kind: type) -> bool:
+    generate = getattr(kind, "generate", None)
     try:
         source = inspect.getsource(generate) if generate is not None else ""
     except (OSError, TypeError):
@@ -36,13 +45,14 @@ def calls_is_finished(engine: Any) -> bool:
 
 
 class GenerateLoop:
-    """generate() on its thread, parked at each of its loop's is_finished() calls."""
+    """generate() on its thread, parked at each of its loop's is_finished() calls; the two
+    threads hand the turn to each other through two semaphores."""
 
     def __init__(self, engine: Any, make_params: Callable[[], Any]) -> None:
         self.engine = engine
         self.finished: Callable[[], bool] = engine.is_finished  # the engine's own
-        self.cv = threading.Condition()
-        self.engine_turn = False
+        self.to_engine = threading.Semaphore(0)
+        self.to_driver = threading.Semaphore(0)
         self.ending = False
         self.done = False
         self.error: BaseException | None = None
@@ -55,18 +65,13 @@ class GenerateLoop:
         """Start generate() and wait for its first park; False if it never parked (its loop
         does not ask is_finished(), or it returned or raised before)."""
         self.thread.start()
-        with self.cv:
-            self.cv.wait_for(lambda: not self.engine_turn and (self.parked or self.done))
+        self.to_driver.acquire()
         return not self.done
 
-    parked = False
-
     def _park(self) -> bool:
-        with self.cv:
-            self.parked, self.engine_turn = True, False
-            self.cv.notify_all()
-            self.cv.wait_for(lambda: self.engine_turn)
-            return self.ending
+        self.to_driver.release()
+        self.to_engine.acquire()
+        return self.ending
 
     def _generate(self, make_params: Callable[[], Any]) -> None:
         generate = self.engine.generate
@@ -78,25 +83,21 @@ class GenerateLoop:
         if "use_tqdm" in names:
             kwargs["use_tqdm"] = False
         try:
-            with on_cpu():  # torch's function modes are a thread's own
-                generate([], make_params(), **kwargs)
+            generate([], make_params(), **kwargs)
         except BaseException as e:  # the engine's: told to the driver's thread
             self.error = e
         finally:
-            with self.cv:
-                self.done, self.engine_turn = True, False
-                self.cv.notify_all()
+            self.done = True
+            self.to_driver.release()
 
     def advance(self) -> None:
         """One iteration of generate()'s loop, up to its next is_finished()."""
-        with self.cv:
-            if self.done:
-                raise self._ended()
-            self.engine_turn = True
-            self.cv.notify_all()
-            self.cv.wait_for(lambda: not self.engine_turn)
-            if self.done:
-                raise self._ended()
+        if self.done:
+            raise self._ended()
+        self.to_engine.release()
+        self.to_driver.acquire()
+        if self.done:
+            raise self._ended()
 
     def _ended(self) -> BaseException:
         if self.error is not None:
@@ -105,9 +106,8 @@ class GenerateLoop:
 
     def close(self, timeout: float = 5.0) -> None:
         """Let generate() see is_finished() answer True and return."""
-        with self.cv:
-            if self.done or not self.thread.is_alive():
-                return
-            self.ending, self.engine_turn = True, True
-            self.cv.notify_all()
+        if self.done or not self.thread.is_alive():
+            return
+        self.ending = True
+        self.to_engine.release()
         self.thread.join(timeout)

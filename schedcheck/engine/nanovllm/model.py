@@ -69,12 +69,18 @@ def _short(value: object, most: int = 120) -> str:
 
 
 def _plain(value: Any) -> tuple[Any, ...]:
+    """A tensor (or list) of ints, or of rows of ints, as tuples of Python ints."""
     if value is None:
         return ()
-    listed = value.tolist() if hasattr(value, "tolist") else list(value)
+    if hasattr(value, "tolist"):  # a tensor: its tolist() gives Python ints already
+        listed = value.tolist()
+        if not isinstance(listed, list):
+            return (listed,)
+        return (
+            tuple(map(tuple, listed)) if listed and isinstance(listed[0], list) else tuple(listed)
+        )
     return tuple(
-        tuple(int(x) for x in v) if isinstance(v, list) else int(v)
-        for v in (listed if isinstance(listed, list) else [listed])
+        tuple(int(x) for x in v) if isinstance(v, (list, tuple)) else int(v) for v in value
     )
 
 

@@ -70,8 +70,9 @@ class ProcessState:
         default (`*block_size*` attributes holding `default`, as nano-vllm's
         `Sequence.block_size = 256` does): a workload's small blocks stand for the default
         ones, in every process."""
+        sized = set(self.sized(default))
         return [
-            size if attr in self.sized(default) and value == default else value
+            size if attr in sized and value == default else value
             for (_, attr), value in zip(self.keys, self.pristine, strict=True)
         ]
 

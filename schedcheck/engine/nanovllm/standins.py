@@ -12,13 +12,15 @@ docs/notes/nanovllm-own-step-spike.md).
    skipped. torch itself probes `import triton` lazily later, so the placeholders leave
    `sys.modules` after the import.
 2. torch made to run a CUDA program's host side on the CPU, once per process: `.cuda()` and
-   `pin_memory` are no-ops, a default device of "cuda" is the CPU, `torch.compile` is the
-   identity (a sampler decorated with it is replaced anyway), and torch.cuda's calls that
-   only synchronise or free are no-ops.
+   `pin_memory` are no-ops, a device named "cuda" is the CPU (a default device, a tensor
+   factory's `device=`, `Tensor.to`), `torch.compile` is the identity (a sampler decorated
+   with it is replaced anyway), and torch.cuda's calls that only synchronise or free are
+   no-ops.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -28,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["ALWAYS", "Placeholder", "on_cpu", "placeholders", "torch_on_cpu"]
+__all__ = ["ALWAYS", "Placeholder", "placeholders", "torch_on_cpu"]
 
 # GPU-only (and NPU-only) packages and the model hub: stood in for even where installed
 # (a fork's engine must not load a model, and triton's real import needs a GPU driver).
@@ -165,7 +167,10 @@ def torch_on_cpu() -> None:
         return tensor(*args, **kwargs)
 
     def default_device(device: Any) -> None:
-        set_default_device(None if device is None or str(device).startswith("cuda") else device)
+        # the CPU is torch's default: naming it would install a device mode, which every
+        # torch call then goes through
+        on_cpu = device is None or str(device).startswith(("cuda", "cpu"))
+        set_default_device(None if on_cpu else device)
 
     torch.compile = compile
     torch.tensor = tensor_on_cpu
@@ -174,34 +179,44 @@ def torch_on_cpu() -> None:
     torch.Tensor.pin_memory = lambda self, *a, **k: self
     for name in ("set_device", "synchronize", "empty_cache", "reset_peak_memory_stats"):
         setattr(torch.cuda, name, lambda *a, **k: None)
-    on_cpu().__enter__()  # this thread's (a thread of the engine's enters its own)
+    for name in FACTORIES:
+        setattr(torch, name, _on_cpu(getattr(torch, name)))
+    torch.Tensor.to = _on_cpu(torch.Tensor.to)
 
 
-_MODE: Any = None
+# torch's functions that make a tensor on a device a call names (`torch.arange(n,
+# device="cuda")`), and Tensor.to (`x.to("cuda")`): the device becomes the CPU.
+FACTORIES = (
+    "as_tensor",
+    "arange",
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "rand",
+    "randn",
+    "randint",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "linspace",
+    "eye",
+)
 
 
-def on_cpu() -> Any:
-    """A torch function mode under which every torch call that names a CUDA device names the
-    CPU (`torch.arange(n, device="cuda")`, `x.to("cuda")`): it runs nothing on a GPU. A
-    mode holds for the thread that enters it."""
-    global _MODE
-    if _MODE is None:
-        import torch
+def _on_cpu(function: Any) -> Any:
+    def cpu(value: Any) -> Any:
+        return "cpu" if str(value).startswith("cuda") else value
 
-        def cpu(value: Any) -> Any:
-            is_device = isinstance(value, (str, torch.device))
-            return "cpu" if is_device and str(value).startswith("cuda") else value
+    @functools.wraps(function)
+    def on_cpu(*args: Any, **kwargs: Any) -> Any:
+        if "device" in kwargs:
+            kwargs["device"] = cpu(kwargs["device"])
+        if function.__name__ == "to":
+            args = tuple(
+                cpu(a) if isinstance(a, str) or type(a).__name__ == "device" else a for a in args
+            )
+        return function(*args, **kwargs)
 
-        class OnCpu(torch.overrides.TorchFunctionMode):  # type: ignore[misc]
-            def __torch_function__(
-                self,
-                func: Any,
-                types: Any,
-                args: tuple[Any, ...] = (),
-                kwargs: dict[str, Any] | None = None,
-            ) -> Any:
-                kwargs = {k: cpu(v) if k == "device" else v for k, v in (kwargs or {}).items()}
-                return func(*(cpu(a) for a in args), **kwargs)
-
-        _MODE = OnCpu
-    return _MODE()
+    return on_cpu

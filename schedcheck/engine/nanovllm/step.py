@@ -73,13 +73,17 @@ class OwnStepDriver:
         self.built.forwards.first = self._at_first_forward
         engine = self.built.engine
         self.finished = engine.is_finished
-        if calls_is_finished(engine):
+        stepped = callable(getattr(engine, "step", None))
+        # generate() on its thread where it is more than a loop of step() calls: where the
+        # engine has no step(), or generate() sets state of its own (`self.X = ...`) that its
+        # step may read; else its step(), called directly, takes the same iterations
+        if calls_is_finished(engine) and (not stepped or self.package.generate_sets):
             loop = GenerateLoop(engine, lambda: self._params(EngineRequest("", (1,), 1)))
             if self.run.call("generate()", loop.start):
                 self.loop = loop
                 return
             del engine.is_finished  # its generate() never reached its loop: its step alone
-        if not callable(getattr(engine, "step", None)):
+        if not stepped:
             raise self._undrivable(
                 "LLMEngine()",
                 "its LLMEngine has no step(), and its generate() does not loop on "
