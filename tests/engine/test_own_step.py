@@ -28,7 +28,7 @@ from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
 from schedcheck.engine.nanovllm.config import read_setup
-from schedcheck.engine.nanovllm.model import Inputs
+from schedcheck.engine.nanovllm.model import Forwards, Inputs
 from schedcheck.engine.nanovllm.ranks import ProcessState
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import engine_workloads
@@ -276,3 +276,41 @@ def test_the_command_says_which_loop_and_what_is_not_run(
 def test_loop_is_an_option_nano_vllm_takes() -> None:
     args = argparse.Namespace(package=None, config=[], runner=None, loop="scheduler", modes=None)
     assert NANO.setup(str(CORRECT), args).modes == ("scheduler",)
+
+
+def test_a_fault_of_the_simulated_model_is_ours_not_the_engine_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception in schedcheck's own model code, raised inside the engine's step, is
+    schedcheck's fault (it propagates: exit 3), never the engine's E6."""
+    local = engine()
+
+    def broken(self: Forwards, got: Inputs) -> list[object]:
+        raise RuntimeError("a bug of the simulated model")
+
+    monkeypatch.setattr(Forwards, "forward", broken)
+    with pytest.raises(RuntimeError, match="a bug of the simulated model"):
+        verify_engine(local, workload(request("r1", 1, 2)))
+
+
+REFUSING = '''"""An engine whose add_request() refuses requests that need the whole pool (its own
+admission rule)."""
+
+# replaces nanovllm/engine/llm_engine.py
+from nanovllm.engine._correct_llm_engine import LLMEngine as _LLMEngine
+
+
+class LLMEngine(_LLMEngine):
+    def add_request(self, prompt, sampling_params):
+        if len(prompt) + sampling_params.max_tokens > 2:
+            raise ValueError("request needs more KV blocks than are available")
+        super().add_request(prompt, sampling_params)
+'''
+
+
+def test_a_request_its_admission_refuses_is_no_verdict(tmp_path: Path) -> None:
+    source = tmp_path / "refusing.py"
+    source.write_text(REFUSING)
+    local = engine(source)
+    with pytest.raises(Undrivable, match=r"its add_request\(\) refuses r1 .* needs more KV"):
+        verify_engine(local, workload(request("r1", 1, 2)))
