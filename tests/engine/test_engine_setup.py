@@ -6,6 +6,7 @@ checks and what nano-vllm's runner asks of a pickled copy."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 import shutil
 import zipfile
@@ -20,7 +21,7 @@ from schedcheck.engine.blocks import pool_problem
 from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
-from schedcheck.engine.nanovllm.config import detect_runner, read_config, read_setup
+from schedcheck.engine.nanovllm.config import detect_runner, loops_line, read_config, read_setup
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT
 from schedcheck.engine.trace import Block, Pool
@@ -347,3 +348,22 @@ def test_the_old_vllm_spelling_still_works_with_a_warning(
     assert "holds no vLLM checkout" in err  # it went on as --engine vllm
     assert main(["engine", "--vllm", "--engine", "nanovllm", str(tmp_path)]) == faults.USAGE
     assert "--vllm and --engine nanovllm disagree" in capsys.readouterr().err
+
+
+def test_without_torch_a_whole_checkout_runs_schedcheck_s_loop_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its own step needs torch: where it is missing, the default is schedcheck's loop, the
+    report's loop line says why, and asking for the own step is a usage error."""
+    whole = str(checkout(whole=True))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a, **k: None if name == "torch" else real(name, *a, **k),
+    )
+    setup = read_setup(whole)
+    assert setup.modes == ("scheduler",)
+    assert "not its own step: torch is not installed here" in loops_line(setup)
+    with pytest.raises(SetupError, match="own step cannot be driven: torch is not installed"):
+        read_setup(whole, loop="own")
