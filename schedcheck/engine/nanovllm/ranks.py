@@ -23,6 +23,7 @@ originals); a worker's inputs are compared with rank 0's after each step (model.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
 import pickle
@@ -61,7 +62,7 @@ class ProcessState:
             (owner, attr)
             for owner in owners
             for attr, value in list(vars(owner).items())
-            if not attr.startswith("__") and _kept(value)
+            if not attr.startswith("__") and _kept(value) and attr not in _fields(owner)
         ]
         self.pristine = self.capture()
 
@@ -98,6 +99,13 @@ class ProcessState:
     def apply(self, values: list[Any]) -> None:
         for (owner, attr), value in zip(self.keys, values, strict=True):
             setattr(owner, attr, _thawed(value))
+
+
+def _fields(owner: Any) -> set[str]:
+    """A dataclass's fields: their class attributes are defaults, not a process's state."""
+    if isinstance(owner, type) and dataclasses.is_dataclass(owner):
+        return {f.name for f in dataclasses.fields(owner)}
+    return set()
 
 
 def _kept(value: object) -> bool:
