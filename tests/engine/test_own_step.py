@@ -314,3 +314,27 @@ def test_a_request_its_admission_refuses_is_no_verdict(tmp_path: Path) -> None:
     local = engine(source)
     with pytest.raises(Undrivable, match=r"its add_request\(\) refuses r1 .* needs more KV"):
         verify_engine(local, workload(request("r1", 1, 2)))
+
+
+CUDA_IN_STEP = '''"""Its step asks torch.cuda for the current stream (refused on a CPU)."""
+
+# replaces nanovllm/engine/model_runner.py
+import torch
+
+from nanovllm.engine._correct_model_runner import ModelRunner as _ModelRunner
+
+
+class ModelRunner(_ModelRunner):
+    def run(self, seqs, is_prefill):
+        self.stream = torch.cuda.current_stream()
+        return super().run(seqs, is_prefill)
+'''
+
+
+def test_a_cuda_call_in_its_step_is_no_verdict(tmp_path: Path) -> None:
+    """torch.cuda refusing on a CPU is schedcheck's stand-in gap, never the engine's E6
+    (two forks of the scan: torch.cuda.current_stream, torch.cuda.nvtx)."""
+    source = tmp_path / "cuda_in_step.py"
+    source.write_text(CUDA_IN_STEP)
+    with pytest.raises(Undrivable, match=r"it calls CUDA through torch\.cuda"):
+        verify_engine(engine(source), workload(request("r1", 1, 2)))

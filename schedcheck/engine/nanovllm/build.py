@@ -34,6 +34,7 @@ import functools
 import importlib
 import os
 import sys
+import traceback
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -227,6 +228,10 @@ def unset_by_us(package: Package, error: BaseException) -> str | None:
     it does not run would have set."""
     if isinstance(error, Placeholder):
         return str(error)
+    last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
+    if last and f"{os.sep}torch{os.sep}cuda{os.sep}" in last[0].filename:
+        # a CUDA call on this CPU build of torch (torch.cuda.current_stream, nvtx, ...)
+        return f"it calls CUDA through torch.cuda ({last[0].name}): {error}"
     if isinstance(error, AttributeError) and error.name:
         setters = package.set_by.get(error.name, set())
         if setters and setters <= set(NOT_RUN):
