@@ -108,3 +108,19 @@ def status(seq: Any) -> str:
 def outputs(seqs: dict[str, Any], workload: EngineWorkload) -> dict[str, tuple[int, ...]]:
     prompts = {r.name: len(r.prompt) for r in workload.requests}
     return {n: tuple(int(t) for t in s.token_ids[prompts[n] :]) for n, s in seqs.items()}
+
+
+def unreadable(error: Exception) -> str:
+    """Why the engine's state could not be read as nano-vllm's, in words (a field it lacks,
+    or holds as something else): no verdict on the engine, exit 2 naming it."""
+    if isinstance(error, AttributeError):
+        obj = getattr(error, "obj", None)
+        owner = type(obj).__name__ if obj is not None else "an object"
+        return (
+            f"{owner} has no attribute {error.name!r}, which schedcheck reads as "
+            f'nano-vllm\'s (docs/engines.md, "Checking a fork"): {error}'
+        )
+    return (
+        f"its state could not be read as nano-vllm's: {error!r} (docs/engines.md, "
+        '"Checking a fork")'
+    )

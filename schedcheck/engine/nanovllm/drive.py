@@ -239,17 +239,7 @@ class NanoDriver:
         no verdict on the engine."""
         if isinstance(error, Shape):
             return str(error)
-        if isinstance(error, AttributeError):
-            obj = getattr(error, "obj", None)
-            owner = type(obj).__name__ if obj is not None else "an object"
-            return (
-                f"{owner} has no attribute {error.name!r}, which schedcheck reads as "
-                f'nano-vllm\'s (docs/engines.md, "Checking a fork"): {error}'
-            )
-        return (
-            f"its state could not be read as nano-vllm's: {error!r} (docs/engines.md, "
-            '"Checking a fork")'
-        )
+        return copyout.unreadable(error)
 
     def copy(self, seq: Any, view: Scheduled) -> Copy:
         if self.run.beat is not None:

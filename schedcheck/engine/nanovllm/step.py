@@ -245,17 +245,7 @@ class OwnStepDriver:
         return copyout.pool(self.engine.engine.scheduler.block_manager, self.engine.seqs)
 
     def unreadable(self, error: Exception) -> str:
-        if isinstance(error, AttributeError):
-            obj = getattr(error, "obj", None)
-            owner = type(obj).__name__ if obj is not None else "an object"
-            return (
-                f"{owner} has no attribute {error.name!r}, which schedcheck reads as "
-                f'nano-vllm\'s (docs/engines.md, "Checking a fork"): {error}'
-            )
-        return (
-            f"its state could not be read as nano-vllm's: {error!r} (docs/engines.md, "
-            '"Checking a fork")'
-        )
+        return copyout.unreadable(error)
 
     def outputs(self) -> dict[str, tuple[int, ...]]:
         return self.run.read("end of run", lambda: copyout.outputs(self.engine.seqs, self.workload))
