@@ -29,7 +29,7 @@ from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import UNKNOWN, Copy, EngineTrace, Pool, Progress, Scheduled
-from schedcheck.engine.workload import EngineRequest
+from schedcheck.engine.workload import EOS, EngineRequest
 from schedcheck.invariants.violation import Violation
 
 EngineCheckFunction = Callable[[EngineTrace], Iterator[Violation]]
@@ -238,9 +238,22 @@ def check_e7(trace: EngineTrace) -> Iterator[Violation]:
                 "E7",
                 last,
                 "end of run",
-                f"{request.name} produced {list(got)}; run alone it produces {list(want)}",
+                f"{request.name} produced {list(got)}; run alone it produces {list(want)}"
+                + _ran_on(request, want, got),
                 (request.name,),
             )
+
+
+def _ran_on(request: EngineRequest, want: tuple[int, ...], got: tuple[int, ...]) -> str:
+    """Why an output longer than its run alone is wrong, where that is all that differs: it
+    went on past what ends it (an engine whose scheduler never learnt the eos token, say)."""
+    if len(got) <= len(want) or got[: len(want)] != want:
+        return ""
+    if want and want[-1] == EOS and not request.ignore_eos:
+        return f": it went on past eos ({EOS}), its output {len(want)}"
+    if want and want[-1] in request.stop:
+        return f": it went on past its stop token {want[-1]}, its output {len(want)}"
+    return f": it went on past the {len(want)} tokens it may produce"
 
 
 def check_e8(trace: EngineTrace) -> Iterator[Violation]:
@@ -463,6 +476,7 @@ ENTRIES: tuple[EngineCheck, ...] = (
             "num_cached_tokens advanced past a prefix-cache hit, then scheduled from there",
             "a full-prompt cache hit that leaves nothing to compute",
             "a block table too short for the positions computed",
+            "a decode at position len(seq), one past its last token",
         ),
         function=check_e1,
     ),

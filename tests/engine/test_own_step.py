@@ -156,6 +156,37 @@ def generate_shaped(shape: Path) -> LocalEngine:
     return _SHAPED[shape]
 
 
+def test_an_output_that_runs_past_eos_is_named_so() -> None:
+    """The eos the scheduler copied before the engine set it (HanehirogeTobou's order):
+    r1 `[1]` says eos at its second token and goes on; E7 says where it should have ended."""
+    mutant = next(m for m in RUNNER_MUTANTS if m.stem == "eos_set_after_scheduler")
+    w = EngineWorkload(EngineConfig(2, 2, 1, 4), (EngineRequest("r1", (1,), 3),), vocab=1)
+    assert w.alone(w.requests[0]) == (1, 0)
+    (v,) = verify_engine(engine(mutant), w).violations
+    assert v.check == "E7" and "r1 produced [1, 0, 1]" in v.message
+    assert v.message.endswith("it went on past eos (0), its output 2"), v.message
+
+
+def test_a_decode_one_position_past_its_token_is_e1_naming_the_sequence() -> None:
+    """nano-vllm before PR #67: a decode's position is len(seq), not len(seq) - 1."""
+    mutant = next(m for m in RUNNER_MUTANTS if m.stem == "decode_one_position_past")
+    (v,) = verify_engine(engine(mutant), workload(request("r1", 1, max_tokens=2))).violations
+    assert v.check == "E1" and v.step == 2, v.message
+    assert "r1 holds these tokens at positions [1], a sequence of 2 tokens" in v.message
+    assert "position 2 is past its end" in v.message
+
+
+def test_a_row_no_sequence_holds_is_e2() -> None:
+    """A decode that feeds r1's first token where its second is: no sequence holds it there,
+    at that position or any other its row could mean."""
+    mutant = next(m for m in RUNNER_MUTANTS if m.stem == "decode_feeds_previous_token")
+    w = EngineWorkload(EngineConfig(4, 2, 2, 4), (EngineRequest("r1", (1,), 3),), vocab=2)
+    assert w.alone(w.requests[0])[0] == 2  # the decode feeds 1 at position 1, where 2 is
+    (v,) = verify_engine(engine(mutant), w).violations
+    assert v.check == "E2" and v.step == 2, v.message
+    assert "positions [1] on tokens [1] (row 0 of its batch), which no sequence holds" in v.message
+
+
 def test_a_worker_kept_out_of_the_engine_s_process_state_is_named() -> None:
     """The block size the engine sets in its own process only: the worker's E8 says which
     attribute its process holds otherwise."""

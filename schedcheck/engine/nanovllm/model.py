@@ -234,11 +234,7 @@ class Forwards:
                 continue
             fits.append(seq)
         if not fits:
-            self.fail(
-                "E2",
-                f"the runner computes positions {list(positions)} on tokens {list(ids)} "
-                f"(row {r} of its batch), which no sequence holds there",
-            )
+            self._unmatched(r, prefill, positions, ids, table, used)
         bs = self.block_size
         chosen = next(
             (
@@ -254,6 +250,41 @@ class Forwards:
         )
         used.add(id(chosen))
         return chosen
+
+    def _unmatched(
+        self,
+        r: int,
+        prefill: bool,
+        positions: tuple[int, ...],
+        ids: tuple[int, ...],
+        table: tuple[int, ...] | None,
+        used: set[int],
+    ) -> None:
+        """A row no sequence holds: where a sequence holds its tokens at positions all off
+        by one amount (a decode: its last token), the row is that sequence's at the wrong
+        positions, E1 where they run past its end (nano-vllm before f5b4840, PR #67:
+        a decode at position len(seq)); otherwise E2."""
+        where = f"the runner computes positions {list(positions)} on tokens {list(ids)} "
+        where += f"(row {r} of its batch)"
+        for seq in self.known():
+            tokens = [int(t) for t in seq.token_ids]
+            if id(seq) in used or id(seq) not in self.names:
+                continue
+            if table is not None and list(table[: len(seq.block_table)]) != list(seq.block_table):
+                continue
+            offset = positions[-1] - (len(tokens) - 1)  # a decode row is the last token
+            for shift in [offset] if not prefill else range(-len(tokens), len(tokens) + 1):
+                at = [p - shift for p in positions]
+                if shift and all(0 <= q < len(tokens) and tokens[q] == t for q, t in zip(at, ids)):
+                    name = self.names[id(seq)]
+                    past = positions[-1] >= len(tokens)
+                    self.fail(
+                        "E1" if past else "E2",
+                        f"{where}: {name} holds these tokens at positions {at}, a sequence of "
+                        f"{len(tokens)} tokens"
+                        + (f": position {positions[-1]} is past its end" if past else ""),
+                    )
+        self.fail("E2", f"{where}, which no sequence holds there")
 
     def _write(
         self, name: str, truth: tuple[int, ...], positions: tuple[int, ...], slots: tuple[int, ...]
