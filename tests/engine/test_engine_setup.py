@@ -367,3 +367,36 @@ def test_without_torch_a_whole_checkout_runs_schedcheck_s_loop_and_says_why(
     assert "not its own step: torch is not installed here" in loops_line(setup)
     with pytest.raises(SetupError, match="own step cannot be driven: torch is not installed"):
         read_setup(whole, loop="own")
+
+
+CONFIG_WITH_A_HELPER = """from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    model: str = "."
+    max_num_batched_tokens: int = 16384
+    max_num_seqs: int = 512
+    eos: int = -1
+    kvcache_block_size: int = 256
+    num_kvcache_blocks: int = -1
+
+
+def chunked() -> bool:
+    return False
+"""
+
+
+@pytest.mark.parametrize("where", [[], ["--in-process"]], ids=["isolated", "in-process"])
+def test_a_config_helper_schedcheck_s_loop_cannot_give_is_a_usage_error(
+    tmp_path: Path, where: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its scheduling code imports a function of its config.py, which schedcheck's loop
+    replaces by a Config alone (linye0/nano-vllm-ly's `is_chunked_prefill`): no verdict
+    (exit 2, saying why), never E6 on the engine."""
+    sequence = "\nfrom nanovllm.config import chunked\n"
+    root = fork(tmp_path, config=CONFIG_WITH_A_HELPER, **{"engine.sequence": sequence})
+    code = main(["engine", str(root / "nanovllm"), "--loop", "scheduler", *where])
+    err = capsys.readouterr().err
+    assert code == faults.USAGE, err
+    assert "its scheduling code imports chunked from its config.py" in err

@@ -291,6 +291,32 @@ def test_a_worker_s_inputs_are_told_from_rank_zero_s() -> None:
     assert rank0.differs(other) == "slot_mapping [9], rank 0's [7]"
 
 
+def test_an_engine_neither_whole_nor_alone_loads_is_no_verdict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Its runner imports a compiled extension not installed here, and its scheduling code
+    a helper of its config.py that schedcheck's loop does not give (linye0/nano-vllm-ly):
+    exit 2 saying why, in its own step and in schedcheck's loop, never E6."""
+    needs_torch()
+    root = tmp_path / "fork"
+    shutil.copytree(checkout(whole=True), root)
+    package = root / "nanovllm"
+    runner = package / "engine" / "model_runner.py"
+    runner.write_text("import attention_ext_built_elsewhere\n" + runner.read_text())
+    config = package / "config.py"
+    config.write_text(config.read_text() + "\n\ndef chunked():\n    return False\n")
+    sequence = package / "engine" / "sequence.py"
+    sequence.write_text(sequence.read_text() + "\nfrom nanovllm.config import chunked\n")
+    # in-process, --loop scheduler never imports it whole: test_engine_setup has that case
+    for loop, where in [("own", []), ("own", ["--in-process"]), ("scheduler", [])]:
+        code = main(["engine", str(package), "--loop", loop, "--examples", "5", *where])
+        err = capsys.readouterr().err
+        assert code == faults.USAGE, (loop, where, err)
+        assert "No module named 'attention_ext_built_elsewhere'" in err
+        if loop == "scheduler":
+            assert "alone: its scheduling code imports chunked from its config.py" in err
+
+
 def test_the_command_says_which_loop_and_what_is_not_run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -57,23 +57,39 @@ class _InWorker:
                 self.package = load_package(root, read.sources, package)
             except Exception as e:  # its import: the own step cannot run, the other may
                 self.unloaded = describe(e, None, root)
-        self.engine = (
-            self.package.engine()
-            if self.package is not None
-            else load_engine(root, read.sources, package)
-        )
+        self.engine: Any = None
+        self.alone = ""  # why its scheduling code could not be loaded alone either
+        if self.package is not None:
+            self.engine = self.package.engine()
+        elif not read.whole:
+            self.engine = load_engine(root, read.sources, package)  # its failure: not_loaded
+        else:
+            try:
+                self.engine = load_engine(root, read.sources, package)
+            except Exception as e:  # its own step, the default, says why it cannot run
+                self.alone = describe(e, None, root)
+                self.alone = config_stood_in(self.alone) or self.alone
 
     def install(self) -> None:
         """Its modules the ones `sys.modules` names (another checkout may be loaded since)."""
         if self.package is not None:
             self.package.install()
-        else:
+        elif self.engine is not None:
             self.engine.install()
 
     def run(
         self, workload: EngineWorkload, setup: EngineSetup, beat: Callable[[int, str], None] | None
     ) -> EngineTrace:
         if (workload.config.mode or setup.modes[0]) != "own":
+            if self.engine is None:
+                failure = EngineFailure(
+                    UNDRIVABLE,
+                    0,
+                    "import",
+                    "neither its whole engine nor its scheduling code alone could be loaded "
+                    f"here: {self.unloaded}; alone: {self.alone}",
+                )
+                return EngineTrace(workload, traits_of(setup), failure=failure)
             return run_engine(self.engine, workload, setup, beat)
         if self.package is None:
             failure = EngineFailure(
@@ -105,6 +121,19 @@ def given_config(setup: EngineSetup) -> dict[str, Any]:
         options[i + 1].partition("=")[0].strip() for i, o in enumerate(options) if o == "--config"
     ]
     return {k: setup.config[k] for k in keys if k in setup.config}
+
+
+def config_stood_in(message: str) -> str | None:
+    """Where the scheduling code, loaded alone, imports a name of its config.py besides
+    Config: schedcheck's loop replaced that file (by a Config of its fields alone), so the
+    failure is that loop's, not the engine's."""
+    found = re.search(r"cannot import name '(\w+)' from '[\w.]+\.config'", message)
+    if found is None:
+        return None
+    return (
+        f"its scheduling code imports {found.group(1)} from its config.py, which schedcheck's "
+        "loop replaces by a Config of the file's fields alone"
+    )
 
 
 class NanoVllm:
@@ -197,6 +226,14 @@ class NanoVllm:
                 f"schedcheck engine: {shown} imports {missing.group(1)}, which is not installed "
                 "here; install it (nano-vllm's xxhash and numpy come with schedcheck's extra: "
                 "python -m pip install '/path/to/schedcheck[nanovllm]')",
+                file=sys.stderr,
+            )
+            return faults.USAGE
+        ours = config_stood_in(message)
+        if ours:
+            print(
+                f"schedcheck engine: {shown} cannot be driven by schedcheck's loop: {ours} "
+                "(its own step, --loop own, imports the whole engine instead)",
                 file=sys.stderr,
             )
             return faults.USAGE

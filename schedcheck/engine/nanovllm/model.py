@@ -275,7 +275,8 @@ class Forwards:
             offset = positions[-1] - (len(tokens) - 1)  # a decode row is the last token
             for shift in [offset] if not prefill else range(-len(tokens), len(tokens) + 1):
                 at = [p - shift for p in positions]
-                if shift and all(0 <= q < len(tokens) and tokens[q] == t for q, t in zip(at, ids)):
+                pairs = zip(at, ids, strict=True)
+                if shift and all(0 <= q < len(tokens) and tokens[q] == t for q, t in pairs):
                     name = self.names[id(seq)]
                     past = positions[-1] >= len(tokens)
                     self.fail(

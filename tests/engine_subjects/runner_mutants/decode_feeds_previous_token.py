@@ -1,6 +1,7 @@
 """A decode feeds the token before the last one (the input taken from the sequence as it
-was a step earlier): the row computes a token its sequence does not hold at that position. Caught by E2, or
-by E8 where its tokens are alike (a worker's copy of a decoding sequence has no token_ids)."""
+was a step earlier): the row computes a token its sequence does not hold at that position.
+Caught by E2, or by E8 where its tokens are alike (a worker's copy of a decoding sequence
+has no token_ids)."""
 
 # replaces nanovllm/engine/model_runner.py
 import torch
