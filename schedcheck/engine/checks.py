@@ -490,6 +490,8 @@ ENTRIES: tuple[EngineCheck, ...] = (
             "tokens)",
             "a block handed to two sequences at once",
             "KV written to a block the table no longer names",
+            "a re-prefill after preemption that recomputes the prompt only: its outputs' KV "
+            "is never written again",
         ),
         function=check_e2,
     ),
@@ -538,7 +540,10 @@ ENTRIES: tuple[EngineCheck, ...] = (
         symptom="users get different text under load",
         likely_bugs=(
             "a re-prefill after preemption whose sampled token is dropped",
+            "a re-prefill after preemption that samples at the prompt's last position, not "
+            "the sequence's",
             "a token appended to the wrong sequence",
+            "a scheduler that copied config.eos before the engine set it",
         ),
         function=check_e7,
     ),

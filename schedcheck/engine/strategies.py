@@ -229,8 +229,8 @@ def observe(trace: EngineTrace) -> set[str]:
                     seen.add(FREE_BLOCK_HIT)
             if step.is_prefill and seq.num_cached + seq.num_scheduled < len(seq.token_ids):
                 seen.add(CHUNKED)
-            if step.is_prefill and output > 0:
-                seen.add(REPREFILL)
+            if seq.name not in started and output > 0:  # its first chunk since preempted
+                seen.add(REPREFILL)  # (a decode row in a mixed step has output too)
             started.add(seq.name)
         after = step.after_postprocess
         if after is not None:

@@ -24,7 +24,7 @@ from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
 from schedcheck.engine.nanovllm.config import read_setup
 from schedcheck.engine.nanovllm.loader import NotAnEngine, load_engine
 from schedcheck.engine.search import search_engine
-from schedcheck.engine.strategies import LABELS, engine_workloads
+from schedcheck.engine.strategies import LABELS, REPREFILL, engine_workloads, observe
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.verdict import verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
@@ -115,6 +115,16 @@ def test_a_shared_prefix_hits_the_cache_and_every_check_is_quiet(correct: LocalE
     assert verdict.ok, verdict.report()
     (r2,) = [s for step in verdict.trace.steps for s in step.scheduled if s.name == "r2"][:1]
     assert r2.num_cached == 2  # its first block came from r1's
+
+
+def test_a_decode_row_in_a_prefill_step_is_no_re_prefill(correct: LocalEngine) -> None:
+    """A re-prefill (a coverage label) is a sequence with output scheduled again after its
+    preemption, not a decode row of a step that also prefills (a mixed batch)."""
+    w = workload(request("r1", 1, 2, max_tokens=3), request("r2", 2, 1, max_tokens=3), blocks=8)
+    trace = verify_engine(correct, w).trace
+    assert any(s.scheduled and not s.is_prefill for s in trace.steps)
+    mixed = replace(trace, steps=tuple(replace(s, is_prefill=True) for s in trace.steps))
+    assert REPREFILL not in observe(trace) and REPREFILL not in observe(mixed)
 
 
 def test_each_check_fires_on_a_trace_broken_for_it(correct: LocalEngine) -> None:

@@ -29,7 +29,7 @@ from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
 from schedcheck.engine.nanovllm.config import read_setup
 from schedcheck.engine.nanovllm.model import Forwards, Inputs
-from schedcheck.engine.nanovllm.ranks import ProcessState
+from schedcheck.engine.nanovllm.ranks import ProcessState, Ranks
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import engine_workloads
 from schedcheck.engine.trace import EngineTrace
@@ -145,6 +145,23 @@ def test_an_engine_stepped_only_by_its_generate_is_driven_through_it(w: EngineWo
     shape = ENGINE.parent / "engine_shapes" / "generate_loop.py"
     verdict = verify_engine(generate_shaped(shape), w)
     assert verdict.ok, verdict.report()
+
+
+@given(w=engine_workloads())
+@settings(SEARCH, max_examples=10)
+def test_a_runner_with_forks_habits_passes(w: EngineWorkload) -> None:
+    """dist.group.WORLD, model.cuda().eval(), a GPU package imported inside a call (each
+    once an exit 2 of a fork that does nothing wrong)."""
+    shape = ENGINE.parent / "engine_shapes" / "runner_habits.py"
+    verdict = verify_engine(generate_shaped(shape), w)
+    assert verdict.ok, verdict.report()
+
+
+def test_a_spawned_process_has_a_pid() -> None:
+    """A fork logs its workers' pids (GaoLeiA's LLMEngine)."""
+    ranks = Ranks(ProcessState([]), "")
+    process = ranks.context().Process(target=print, args=(1,))
+    assert process.pid == os.getpid() and process.exitcode is None
 
 
 _SHAPED: dict[Path, LocalEngine] = {}
@@ -315,6 +332,27 @@ def test_an_engine_neither_whole_nor_alone_loads_is_no_verdict(
         assert "No module named 'attention_ext_built_elsewhere'" in err
         if loop == "scheduler":
             assert "alone: its scheduling code imports chunked from its config.py" in err
+
+
+def test_a_row_reads_what_a_later_row_of_the_same_forward_writes() -> None:
+    """Attention runs after the whole batch's KV is stored: r3's prefill (a hit on block 0,
+    which r1's decode fills in this very forward, a later row) reads position 1 of [1 1]
+    there (lingebeng/nano-vllm-plus's mixed batches; E2 once, read row by row)."""
+
+    class Seq:
+        def __init__(self, tokens: list[int], table: list[int]) -> None:
+            self.token_ids, self.block_table = tokens, table
+
+    r1, r3 = Seq([1, 1], [0]), Seq([1, 1, 1], [0, 1])
+    w = workload(request("r1", 1), request("r3", 1, 1, 1))
+    forwards = Forwards(w, {id(r1): "r1", id(r3): "r3"})
+    forwards.known = lambda: [r1, r3]
+    forwards.kv[0] = (0, (1,), "r1", 1)  # r1's prefill, a step before
+    # row 0: r3 computes position 2 over 3 keys; row 1: r1's decode writes position 1
+    mixed = Inputs(True, (1, 1), (2, 1), (2, 1), ((0, 1), (0, -1)), (0, 1, 2), (0, 3, 5), ())
+    assert forwards.forward(mixed) == [((1, 1, 1), (2,)), ((1, 1), (1,))]
+    assert forwards.problem is None
+    assert forwards.kv[1][:2] == (1, (1, 1))  # written for r1, read by r3
 
 
 def test_the_command_says_which_loop_and_what_is_not_run(

@@ -141,6 +141,7 @@ class Package:
                 if f"{name}/sampling_params.py" in sources
                 else None
             )
+            _import_the_rest(name, sources)
         self.modules = {
             n: m for n, m in sys.modules.items() if n == name or n.startswith(name + ".")
         }
@@ -249,6 +250,24 @@ def _default(config: Any, name: str, otherwise: int) -> int:
             if f.name == name and isinstance(f.default, int):
                 return f.default
     return otherwise
+
+
+def _import_the_rest(name: str, sources: dict[str, str]) -> None:
+    """Every other module of the package, where it imports: a module the fork imports
+    later (its model file, inside ModelRunner.__init__) gets the placeholders its import
+    needs and is replaced like the rest. One that does not import is left out, its import
+    to fail later as it would have."""
+    for path in sorted(sources):
+        if not path.endswith(".py"):
+            continue
+        module = path[: -len(".py")].replace("/", ".").removesuffix(".__init__")
+        if module in sys.modules or not module.startswith(name):
+            continue
+        try:
+            importlib.import_module(module)
+        except (Exception, SystemExit):
+            for n in [n for n in sys.modules if n == module or n.startswith(module + ".")]:
+                del sys.modules[n]
 
 
 def load_package(root: str | Path, sources: dict[str, str], package: str) -> Package:

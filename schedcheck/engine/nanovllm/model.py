@@ -163,8 +163,8 @@ class Forwards:
         raise ModelProblem(message)
 
     def forward(self, got: Inputs) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
-        """Rank 0's forward: check it, write and read the KV cache, record its rows; each
-        row's sequence (its tokens) and the positions it computed."""
+        """Rank 0's forward: check it, write every row's KV, then read each row's, record its
+        rows; each row's sequence (its tokens) and the positions it computed."""
         rows = _rows(got)
         if rows is None:
             self.fail(
@@ -175,6 +175,7 @@ class Forwards:
             )
         used: set[int] = set()
         tokens = []
+        reads: list[tuple[str, tuple[int, ...], int, tuple[int, ...] | None]] = []
         self.prefill = self.prefill or got.is_prefill
         for r, (start, positions, ids, slots, keys, table) in enumerate(rows or ()):
             if not positions:
@@ -197,9 +198,14 @@ class Forwards:
                     f"queries for the last {len(positions)} keys (positions {start}..{keys - 1})",
                 )
             self._write(name, truth, positions, slots)
+            reads.append((name, truth, keys, table))
+            tokens.append((truth, positions))
+        # attention reads after the whole batch's KV is stored (nano-vllm's Attention runs
+        # store_kvcache on every row's slots, then flash-attention): a row may read what a
+        # later row of the same forward writes
+        for name, truth, keys, table in reads:
             if table is not None:
                 self._read(name, truth, keys, table)
-            tokens.append((truth, positions))
         return tokens
 
     def _named(self, keys: int, table: tuple[int, ...] | None) -> str:
@@ -435,6 +441,13 @@ class SimModel:
                     f.seen = True
                     self.pending = f.forward(got)
             return torch.zeros(len(got.input_ids), 1)
+
+    def to(self, *args: object, **kwargs: object) -> SimModel:
+        """`model.cuda()`, `.to(device)`, `.half()`: a module's own moves (`.eval()` below), which
+        a fork's runner may make on the model it built."""
+        return self
+
+    cuda = half = float = bfloat16 = requires_grad_ = to
 
     def compute_logits(self, hidden: Any) -> Any:
         """One-hot logits on each row's next token, for the rows nano-vllm's LM head keeps:

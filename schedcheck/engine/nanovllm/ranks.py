@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import itertools
+import os
 import pickle
 import types
 from collections.abc import Callable, Iterator
@@ -256,6 +257,7 @@ class Process:
         self, ranks: Ranks, target: Any, args: tuple[Any, ...] = (), **kwargs: Any
     ) -> None:
         self.ranks, self.target, self.args = ranks, target, args
+        self.pid, self.exitcode, self.daemon = os.getpid(), None, kwargs.get("daemon", False)
 
     def start(self) -> None:
         self.ranks.spawn(self.target, self.args)
@@ -320,6 +322,9 @@ class Distributed:
 
     def is_initialized(self) -> bool:
         return True
+
+    # `dist.group.WORLD`, the default process group a fork may name
+    group = types.SimpleNamespace(WORLD=None)
 
     def is_available(self) -> bool:
         return True

@@ -45,6 +45,7 @@ ALWAYS = (
     "transformers",
     "safetensors",
     "huggingface_hub",
+    "pynvml",
 )
 # Stood in for only where not installed: the engine's progress bar (generate() only).
 IF_MISSING = ("tqdm",)
