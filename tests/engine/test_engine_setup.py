@@ -6,9 +6,11 @@ checks and what nano-vllm's runner asks of a pickled copy."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import importlib.util
 import re
 import shutil
+import types
 import zipfile
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
 from schedcheck.engine.nanovllm.config import detect_runner, loops_line, read_config, read_setup
+from schedcheck.engine.nanovllm.copyout import status
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT
 from schedcheck.engine.trace import Block, Pool
@@ -400,3 +403,18 @@ def test_a_config_helper_schedcheck_s_loop_cannot_give_is_a_usage_error(
     err = capsys.readouterr().err
     assert code == faults.USAGE, err
     assert "its scheduling code imports chunked from its config.py" in err
+
+
+def test_a_status_is_named_by_its_own_class() -> None:
+    """Status names are cached (an Enum's .name is slow twice a step), by class: two forks'
+    IntEnum members of one value are equal, and still named each by its own."""
+
+    class Mine(enum.IntEnum):
+        WAITING = 1
+
+    class Theirs(enum.IntEnum):
+        RUNNING = 1
+
+    assert Mine.WAITING == Theirs.RUNNING
+    names = [status(types.SimpleNamespace(status=s)) for s in (Mine.WAITING, Theirs.RUNNING, 1)]
+    assert names == ["WAITING", "RUNNING", "1"]

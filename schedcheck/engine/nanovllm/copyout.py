@@ -5,6 +5,7 @@ the worker."""
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections.abc import Mapping
 from typing import Any
@@ -63,20 +64,21 @@ CACHED = ("cached_block_ids", "cached_blocks", "evictable_block_ids")
 def pool(manager: Any, seqs: dict[str, Any]) -> Pool:
     """The block manager's blocks, free list, used set and evictable cached blocks (where it
     keeps them apart); every sequence's table."""
+    # map(int, ...): copied twice a step, the cheapest way to plain ints
     blocks = tuple(
         Block(
             int(b.ref_count),
             -1 if b.hash is None else int(b.hash),
-            tuple(int(t) for t in b.token_ids or ()),
+            tuple(map(int, b.token_ids or ())),
         )
         for b in manager.blocks
     )
     return Pool(
         blocks,
-        tuple(int(b) for b in manager.free_block_ids),
-        tuple(sorted(int(b) for b in manager.used_block_ids)),
-        {n: tuple(int(b) for b in s.block_table) for n, s in seqs.items()},
-        {n: tuple(int(t) for t in s.token_ids) for n, s in seqs.items()},
+        tuple(map(int, manager.free_block_ids)),
+        tuple(sorted(map(int, manager.used_block_ids))),
+        {n: tuple(map(int, s.block_table)) for n, s in seqs.items()},
+        {n: tuple(map(int, s.token_ids)) for n, s in seqs.items()},
         {n: status(s) for n, s in seqs.items()},
         cached(manager),
     )
@@ -102,7 +104,18 @@ def _number(value: Any) -> int | None:
 
 
 def status(seq: Any) -> str:
-    return str(getattr(seq.status, "name", seq.status))
+    value = seq.status
+    key = (type(value), value)  # an IntEnum's member equals another class's of its value
+    try:
+        return _STATUS[key]
+    except (KeyError, TypeError):  # Enum's .name is a descriptor, slow twice a step
+        name = str(getattr(value, "name", value))
+        with contextlib.suppress(TypeError):
+            _STATUS[key] = name
+        return name
+
+
+_STATUS: dict[tuple[type, Any], str] = {}
 
 
 def outputs(seqs: dict[str, Any], workload: EngineWorkload) -> dict[str, tuple[int, ...]]:
