@@ -157,6 +157,21 @@ def test_a_runner_with_forks_habits_passes(w: EngineWorkload) -> None:
     assert verdict.ok, verdict.report()
 
 
+def test_a_test_module_in_the_package_is_not_imported(tmp_path: Path) -> None:
+    """Every module of the package is imported while the placeholders stand (its runner may
+    import one inside a call), but not a test or a benchmark, whose import may patch the
+    engine: here one that would make it never schedule (E5)."""
+    needs_torch()
+    root = tmp_path / "fork"
+    shutil.copytree(checkout(whole=True), root)
+    patch = "from nanovllm.engine.scheduler import Scheduler\n\n"
+    patch += "Scheduler.schedule = lambda self: ([], False)\n"
+    for name in ("test_scheduler.py", "benchmark.py"):
+        (root / "nanovllm" / name).write_text(patch)
+    local = LocalEngine(NANO, read_setup(str(root)))
+    assert verify_engine(local, workload(request("r1", 1, 2, 1))).ok
+
+
 def test_a_spawned_process_has_a_pid() -> None:
     """A fork logs its workers' pids (GaoLeiA's LLMEngine)."""
     ranks = Ranks(ProcessState([]), "")

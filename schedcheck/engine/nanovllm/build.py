@@ -261,13 +261,25 @@ def _import_the_rest(name: str, sources: dict[str, str]) -> None:
         if not path.endswith(".py"):
             continue
         module = path[: -len(".py")].replace("/", ".").removesuffix(".__init__")
-        if module in sys.modules or not module.startswith(name):
+        if module in sys.modules or not module.startswith(name + ".") or _script(module):
             continue
         try:
             importlib.import_module(module)
         except (Exception, SystemExit):
             for n in [n for n in sys.modules if n == module or n.startswith(module + ".")]:
                 del sys.modules[n]
+
+
+def _script(module: str) -> bool:
+    """A module no engine imports: a test, a benchmark, an example, a `__main__` (its import
+    may patch the engine, or run it)."""
+    parts = module.split(".")
+    return any(
+        p in ("tests", "test", "conftest", "__main__", "setup")
+        or p.startswith(("test_", "bench", "example"))
+        or p.endswith("_test")
+        for p in parts[1:]
+    )
 
 
 def load_package(root: str | Path, sources: dict[str, str], package: str) -> Package:
