@@ -58,6 +58,14 @@ class _Observed(Scheduler):
 
 def observe(workload: Workload) -> set[str]:
     """The labels of LABELS that the reference shows on `workload`."""
+    return observation(workload)[0]
+
+
+def observation(workload: Workload) -> tuple[set[str], int]:
+    """The labels of LABELS that the reference shows on `workload`, and how many
+    preemptions it makes there: what the properties' search aims at (Hypothesis's
+    `target`), read off the reference so that every submission is tried on the same
+    workloads, and `schedcheck grade` can try exactly what `check` does."""
     config, model = workload.config, workload.model
     eos = config.eos_token_id
     sched = _Observed(
@@ -86,7 +94,7 @@ def observe(workload: Workload) -> set[str]:
     victims = [seq_id for seq_id, _ in sched.victims]
     if len(victims) != len(set(victims)):
         seen.add(PREEMPTED_TWICE)
-    return seen
+    return seen, len(victims)
 
 
 def _schedule_labels(

@@ -108,7 +108,8 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=SAMPLE_SIZE,
         metavar="N",
-        help=f"with --gradescope: workloads (default {SAMPLE_SIZE})",
+        help=f"with --gradescope: examples a property of check's search (default {SAMPLE_SIZE}: "
+        "check's own)",
     )
     check.add_argument(
         "-v",
@@ -154,7 +155,8 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=SAMPLE_SIZE,
         metavar="N",
-        help=f"random workloads per submission (default {SAMPLE_SIZE})",
+        help=f"examples a property of check's search, whose every run grade makes (default "
+        f"{SAMPLE_SIZE}: check's own, so grade fails what check fails)",
     )
     add_parser(commands)
     for name in DOCS:

@@ -1,35 +1,42 @@
 """Grade submissions: per check group, pass or fail, with a shrunk counterexample each.
 
-One submission: the contract check; the spec's worked examples; then one fixed,
-derandomized sample of workloads run with every check, which says which groups fail; for
-each failing group, a search shrinks a workload that breaks that group. Everything a
-verdict depends on is derandomized and free of timing (but a hang, which is a failure
-whatever the machine), so grading the same files twice gives the same report.
+One submission: the contract check; then every run `schedcheck check`'s stages make, in
+their order (schedcheck/suite/tried.py: the spec's worked examples, the properties'
+workloads, the stateful runs, the larger workloads), each with its test's checks, which
+says which groups fail; for each failing group, the test that found it searches again on
+the submission, narrowed to that group's checks, and shrinks what it finds. Whatever
+check fails, grade fails, on the same runs (issue 56). Everything a verdict depends on is
+derandomized and free of timing (but a hang, which is a failure whatever the machine),
+so grading the same files twice gives the same report.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from hypothesis import find
-from hypothesis.errors import NoSuchExample
+from hypothesis.errors import Flaky
 
+from schedcheck.drive import driver
 from schedcheck.drive.isolated import Isolated
-from schedcheck.faults import CheckerError, SubmissionError
-from schedcheck.grading.report import Entry, Failure, GroupState, Verdict
+from schedcheck.drive.loader import load_impl
+from schedcheck.faults import CheckerError, CheckFailed, SubmissionError
+from schedcheck.grading.report import Entry, Failure, GroupState, Sample, Verdict
 from schedcheck.invariants import catalogue
 from schedcheck.invariants.violation import Violation
-from schedcheck.model.workload import Workload
+from schedcheck.model.trace import Trace
+from schedcheck.model.workload import Script, Workload
 from schedcheck.sandbox.process import Limits
-from schedcheck.search.hunt import SEARCH
-from schedcheck.strategies.examples import EXAMPLES
-from schedcheck.strategies.large import big, long
-from schedcheck.strategies.workloads import any_workloads, fixed_sample
+from schedcheck.search.profiles import GRADE_EXAMPLES
+from schedcheck.suite.holds import Narrowed, narrowed
+from schedcheck.suite.tried import Run, searches, tried
 from schedcheck.verdict.html import page
+from schedcheck.verdict.verify import Verdict as Checked
 from schedcheck.verdict.verify import verify
 
 # The grading groups in report order: the contract (C1), then the spec's worked examples
@@ -42,27 +49,16 @@ GROUPS: dict[str, tuple[str, ...]] = {
     **catalogue.GROUPS,
 }
 GROUP_OF = catalogue.GROUP_OF
-SAMPLE_SIZE = 200
-LARGER = 3  # of each shape of larger workload (strategies/large.py): a bug of size
+SAMPLE_SIZE = GRADE_EXAMPLES  # examples a property, as check's profile has them
+EXAMPLES_STAGE = "test_seed_examples.py"
+UNSEARCHED = (EXAMPLES_STAGE, "test_large.py")  # their failing run is reported as it is
 
 
-@functools.cache
-def larger_sample() -> list[Workload]:
-    """The largest LARGER of a fixed draw of each shape (a derandomized draw begins with
-    the smallest): the same on every machine."""
-    return [
-        workload
-        for shape in (big(), long())
-        for workload in sorted(set(fixed_sample(12 * LARGER, shape)), key=_order)[-LARGER:]
-    ]
-
-
-class OverBudget(Exception):
-    """Grading this submission took longer than its time budget."""
-
-
-def _order(workload: Workload) -> tuple[tuple[int, int, int], str]:
-    return workload.size(), workload.to_json(indent=None)  # a total order: the same sample
+class OverBudget(BaseException):
+    """Grading this submission took longer than its time budget. Not an Exception: raised
+    inside a Hypothesis test (a narrowed search), it must end the search, not be taken for
+    the failure the search looks for (Hypothesis lets a BaseException through, as it does
+    pytest's skip)."""
 
 
 def note(message: str) -> Failure:
@@ -70,23 +66,64 @@ def note(message: str) -> Failure:
     return Failure("", message)
 
 
-def failure(violation: Violation, workload: Workload, steps: int) -> Failure:
-    return Failure(violation.check, str(violation), workload, steps)
+def failure(violation: Violation, workload: Workload, steps: int, script: Script | None) -> Failure:
+    return Failure(violation.check, str(violation), workload, steps, script)
 
 
-def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE) -> Entry:
-    """The report entry of one submission (see docs/grading.md)."""
+@functools.cache
+def reference_trace(workload: Workload) -> Trace:
+    """The reference's trace of `workload`: the same for every submission of a class, so
+    run once per grader process (a pool's process grades many)."""
+    return driver.run(load_impl(), workload)
+
+
+def _key(run: Run) -> tuple[Workload, tuple[tuple[str, ...], ...] | None]:
+    return run.workload, None if run.script is None else tuple(map(tuple, run.script))
+
+
+def grade_one(
+    path: str,
+    limits: Limits,
+    budget: float,
+    size: int = SAMPLE_SIZE,
+    runs: tuple[Run, ...] | None = None,
+) -> Entry:
+    """The report entry of one submission (see docs/grading.md): check's runs at `size`
+    examples a property (`runs`, where the caller collected them already)."""
     checks = dict.fromkeys(GROUPS, GroupState.NOT_RUN)
     failures: list[Failure] = []
     isolation: str | None = None  # None until the worker says: no key in report.json
     worker = Isolated(path, limits)
+    # What each distinct run needs: a workload several tests draw runs once, with the
+    # union of their checks, and counts once toward the evidence.
+    wanted: dict[object, tuple[str, ...]] = {}
+    judged: dict[object, Checked] = {}
+    reached: Counter[str] = Counter()
 
     def spent() -> bool:  # what the submission used, never the machine's load (Sandbox.used)
         return worker.used() > budget
 
+    def sample() -> Sample:
+        return Sample(len(judged), len(wanted), tuple(sorted(reached.items())))
+
     def entry(verdict: Verdict, found: list[Failure], page_html: str | None = None) -> Entry:
         """The entry as grading stands now (a copy: `checks` is still being filled)."""
-        return Entry(path, verdict, dict(checks), tuple(found), isolation, page_html=page_html)
+        ran = sample() if judged else None
+        return Entry(path, verdict, dict(checks), tuple(found), isolation, None, page_html, ran)
+
+    def judge(run: Run) -> Checked:
+        key = _key(run)
+        if key not in judged:
+            if spent():
+                raise OverBudget
+            lockstep = run.script is None and "R1" in wanted[key]
+            expected = reference_trace(run.workload) if lockstep else None
+            judged[key] = verify(
+                worker, run.workload, wanted[key], script=run.script, expected=expected
+            )
+            if all(v.check != "C1" for v in judged[key].violations):
+                reached.update(run.labels)
+        return judged[key]
 
     try:
         worker.start()
@@ -97,38 +134,39 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
     except CheckerError as e:  # ours, as `schedcheck check`'s exit 3 (schedcheck/faults.py)
         return entry(Verdict.ERROR, [note(str(e))])
     isolation = worker.isolation  # the level in effect (docs/isolation.md)
-    failing: dict[str, Workload] = {}
+    # The first run breaking each group, what broke, and its trace's length.
+    failing: dict[str, tuple[Run, Violation, int]] = {}
     page_html: str | None = None
-    # Small workloads known to break something, tried first when a group is shrunk: the
-    # spec's worked example that failed, then those shrunk for earlier groups.
-    shrunk: list[Workload] = []
     try:
+        runs = tried(size) if runs is None else runs
+        for run in runs:
+            known = wanted.get(_key(run), ())
+            wanted[_key(run)] = known + tuple(c for c in run.checks if c not in known)
         checks["examples"] = GroupState.PASS
-        for workload in EXAMPLES.values():
-            verdict = verify(worker, workload)
-            if verdict.ok:
+        for run in (r for r in runs if r.stage == EXAMPLES_STAGE):
+            verdict = judge(run)
+            mine = [v for v in verdict.violations if v.check in run.checks]
+            if not mine:
                 continue
             checks["examples"] = GroupState.FAIL
-            failures.append(failure(verdict.violations[0], workload, len(verdict.trace.steps)))
-            shrunk.append(workload)
-            if verdict.violations[0].check == "C1":
+            failures.append(failure(mine[0], run.workload, len(verdict.trace.steps), run.script))
+            if mine[0].check == "C1":
                 # It cannot even run the spec's examples: nothing else can be judged.
                 checks["contract"] = GroupState.FAIL
-                return entry(Verdict.FAIL, failures, page(worker, workload))
+                return entry(Verdict.FAIL, failures, page(worker, run.workload))
             break
-        completed = 0
-        for workload in fixed_sample(size) + larger_sample():
-            if spent():
-                raise OverBudget
-            violations = verify(worker, workload).violations
-            completed += all(v.check != "C1" for v in violations)
-            for v in violations:
-                failing.setdefault(GROUP_OF[v.check], workload)
-        # A group only passes on evidence: most of the sample must have run to the end.
-        unfailed = GroupState.PASS if completed * 2 >= size + 2 * LARGER else GroupState.NOT_RUN
+        for run in (r for r in runs if r.stage != EXAMPLES_STAGE):
+            verdict = judge(run)
+            for v in verdict.violations:
+                if v.check in run.checks:
+                    failing.setdefault(GROUP_OF[v.check], (run, v, len(verdict.trace.steps)))
+        # A group only passes on evidence: most of the runs must have run to the end.
+        completed = sum(all(v.check != "C1" for v in c.violations) for c in judged.values())
+        unfailed = GroupState.PASS if completed * 2 >= len(wanted) else GroupState.NOT_RUN
         for group in GROUPS:
             if group != "examples":
                 checks[group] = GroupState.FAIL if group in failing else unfailed
+        shrunk = [(f.workload, f.script) for f in failures if f.workload is not None]
         for group in sorted(failing, key=list(GROUPS).index):
             failures.append(shrink(worker, group, spent, shrunk, failing[group]))
         drawn = next((f.workload for f in failures if f.workload is not None), None)
@@ -144,13 +182,20 @@ def grade_one(path: str, limits: Limits, budget: float, size: int = SAMPLE_SIZE)
             )
         # What failed did fail (a submission that hangs spends the budget on its hangs):
         # a verdict on that evidence, and what was not reached is not judged.
-        for group in failing:
-            checks[group] = GroupState.FAIL
+        for group in GROUPS:
+            if group != "examples":
+                checks[group] = GroupState.FAIL if group in failing else GroupState.NOT_RUN
+        reported = {f.check for f in failures}
+        unshrunk = [
+            failure(v, run.workload, steps, run.script)
+            for run, v, steps in failing.values()
+            if v.check not in reported
+        ]
         stopped = note(
             f"grading stopped at its budget of {budget:g} s of the submission's time (CPU "
             "and hung calls); groups marked 'not run' were not judged"
         )
-        return entry(Verdict.FAIL, [*failures, stopped])
+        return entry(Verdict.FAIL, [*failures, *unshrunk, stopped])
     finally:
         worker.stop()
     failed = any(state is GroupState.FAIL for state in checks.values())
@@ -161,44 +206,57 @@ def shrink(
     worker: Isolated,
     group: str,
     spent: Callable[[], bool],
-    shrunk: list[Workload],
-    sampled: Workload,
+    shrunk: list[tuple[Workload, Script | None]],
+    found: tuple[Run, Violation, int],
 ) -> Failure:
-    """The smallest workload the search finds that breaks `group`, and what broke; where
-    the search finds none (a bug only larger workloads show), the `sampled` one that did.
+    """The smallest run breaking `group` that its test's search finds, narrowed to the
+    group's checks, and what broke; the `found` run as it is where its test does not search
+    (a worked example, a larger workload) or the search does not reproduce it (a
+    submission whose result depends on what it ran before).
 
-    One bug often breaks several groups: a small workload already known to break something
-    (the spec's worked example that failed, one shrunk for an earlier group) that breaks
-    this one too is reported again instead of a new search. `shrunk` collects them."""
+    One bug often breaks several groups: a small run already known to break something (the
+    spec's worked example that failed, one shrunk for an earlier group) that breaks this one
+    too is reported again instead of a new search. `shrunk` collects them."""
 
     checks = GROUPS[group]  # only these: no twin run unless D1, no reference unless R1
 
-    def breaks(workload: Workload) -> bool:
+    def stop() -> None:
         if spent():
             raise OverBudget
-        return not verify(worker, workload, checks).ok
 
-    workload = next((w for w in shrunk if breaks(w)), None)
-    if workload is None and sampled in larger_sample():
-        workload = sampled  # no ordinary workload of the sample broke it: no search will
-    if workload is None:
-        try:
-            workload = find(any_workloads(), breaks, settings=SEARCH)
-            shrunk.append(workload)
-        except NoSuchExample:  # the sample found one the search does not reach: keep that
-            workload = sampled
-    verdict = verify(worker, workload, checks)
-    violation = verdict.violations[0]
-    return failure(violation, workload, len(verdict.trace.steps))
+    for workload, script in shrunk:
+        stop()
+        verdict = verify(worker, workload, checks, script=script)
+        if not verdict.ok:
+            return failure(verdict.violations[0], workload, len(verdict.trace.steps), script)
+    run, violation, steps = found
+    if run.stage in UNSEARCHED:
+        return failure(violation, run.workload, steps, run.script)
+    search = next(s for s in searches() if s.test == run.test)
+    narrowing = Narrowed(frozenset(checks), stop)
+    # A search that found it ends in its failure (or Flaky, where it lost it again).
+    with narrowed(narrowing), contextlib.suppress(CheckFailed, Flaky):
+        search.run(worker)
+    if not narrowing.failing:
+        again = "; it did not fail again when run again: the submission's result depends on "
+        again += "what ran before it"
+        return Failure(violation.check, str(violation) + again, run.workload, steps, run.script)
+    workload, script, first = narrowing.failing[-1]
+    shrunk.append((workload, script))
+    verdict = verify(worker, workload, checks, script=script)
+    steps = len(verdict.trace.steps) if not verdict.ok else steps
+    return failure(first, workload, steps, script)
 
 
 def grade_many(
     paths: list[str], jobs: int, limits: Limits, budget: float, size: int = SAMPLE_SIZE
 ) -> list[Entry]:
-    """Grade `paths` `jobs` at a time, each in processes of its own; report in path order."""
+    """Grade `paths` `jobs` at a time, each in processes of its own; report in path order.
+    check's runs are collected once, here, for the whole class."""
+    runs = tried(size) if paths else ()
     context = get_context("spawn")  # a fresh interpreter per grader: nothing is shared
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {p: pool.submit(grade_one, p, limits, budget, size) for p in paths}
+        futures = {p: pool.submit(grade_one, p, limits, budget, size, runs) for p in paths}
         results = []
         for path, future in futures.items():
             try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from schedcheck.grading.grade import GROUPS
 from schedcheck.grading.report import Entry, Failure, GroupState, Report, Verdict
+from schedcheck.strategies.coverage import LABELS
 
 
 def page_name(path: str) -> str:
@@ -97,10 +98,12 @@ def _group(failure: Failure) -> str:
 
 
 def summary(report: Report) -> str:
-    """The table a teacher reads."""
+    """The table a teacher reads; then what the verdicts rest on: the hard parts check's runs
+    reach (strategies/coverage.py), as many runs as reached each in the fullest grading."""
     lines = [
-        "| submission | verdict | groups passed | first failing check | shrunk size | isolation |",
-        "|---|---|---|---|---|---|",
+        "| submission | verdict | groups passed | first failing check | shrunk size | runs "
+        "| hard parts reached | isolation |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for entry in report.submissions:
         passed = sum(state is GroupState.PASS for state in entry.checks.values())
@@ -110,8 +113,28 @@ def summary(report: Report) -> str:
             what = first.message.splitlines()[0].replace("|", "\\|")[:120]
             if first.workload is not None:
                 size = f"{first.requests} requests, {first.steps} steps"
+        runs = reached = "-"
+        if entry.sample is not None:
+            runs = f"{entry.sample.runs:,} of {entry.sample.of:,}"
+            reached = f"{sum(n > 0 for _, n in entry.sample.reached)} of {len(LABELS)}"
         lines.append(
             f"| {entry.path} | {entry.verdict.value} | {passed}/{len(GROUPS)} | {what} | {size} "
-            f"| {entry.isolation or '-'} |"
+            f"| {runs} | {reached} | {entry.isolation or '-'} |"
         )
+    fullest = max(
+        (e.sample for e in report.submissions if e.sample is not None),
+        key=lambda sample: sample.runs,
+        default=None,
+    )
+    if fullest is not None:
+        counts = dict(fullest.reached)
+        lines += [
+            "",
+            f"Each submission is graded on the runs `schedcheck check` makes ({fullest.of:,}). "
+            "The hard parts they reach, and in how many runs:",
+            "",
+            "| hard part | runs |",
+            "|---|---|",
+            *(f"| {label} | {counts.get(label, 0):,} |" for label in LABELS),
+        ]
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from schedcheck.model.workload import Workload
+from schedcheck.model.workload import Script, Workload
 
 
 class Verdict(Enum):
@@ -38,15 +38,16 @@ class Failure:
     """One thing that failed: a check that fired, with the workload it fired on (shrunk),
     or, with no workload, a note: the contract, a search that found nothing, or ours.
 
-    `check` is a check's name (C1, F1, ...), a group's name when the search did not reach
-    what the sample found, or "" for a note of the grader's own. `steps` is the length of
-    the failing trace on `workload` (0 when there is none).
+    `check` is a check's name (C1, F1, ...), or "" for a note of the grader's own. `steps`
+    is the length of the failing trace on `workload` (0 when there is none); `script`, the
+    calls of a stateful run (check's stateful stage), None for a driver run.
     """
 
     check: str
     message: str
     workload: Workload | None = None
     steps: int = 0
+    script: Script | None = None
 
     @property
     def requests(self) -> int:
@@ -62,17 +63,39 @@ class Failure:
             data["workload"] = json.loads(self.workload.to_json())
             data["requests"] = self.requests
             data["steps"] = self.steps
+        if self.script is not None:
+            data["script"] = [list(call) for call in self.script]
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Failure:
-        workload = data.get("workload")
+        workload, script = data.get("workload"), data.get("script")
         return cls(
             check=str(data["check"]),
             message=str(data["message"]),
             workload=None if workload is None else Workload.from_dict(workload),
             steps=int(data.get("steps", 0)),
+            script=None if script is None else [[str(x) for x in call] for call in script],
         )
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What a submission's verdict rests on: how many of check's runs were judged (`runs`
+    of `of`: fewer where a contract failure or the budget stopped grading), and how many
+    of those that ran to their end reached each hard part (strategies/coverage.py)."""
+
+    runs: int
+    of: int
+    reached: tuple[tuple[str, int], ...]  # (label, runs), by label
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": self.runs, "of": self.of, "reached": dict(self.reached)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Sample:
+        reached = tuple(sorted((str(k), int(v)) for k, v in data["reached"].items()))
+        return cls(int(data["runs"]), int(data["of"]), reached)
 
 
 @dataclass(frozen=True)
@@ -84,6 +107,7 @@ class Entry:
     said (report.json then has no such key). `page` is the HTML page of the first
     counterexample, relative to the report's folder, once gradebook wrote it out of
     `page_html`, which only travels from the grader to gradebook (never in report.json).
+    `sample` is what the verdict rests on, None where no run was judged.
     """
 
     path: str
@@ -93,6 +117,7 @@ class Entry:
     isolation: str | None = None
     page: str | None = None
     page_html: str | None = field(default=None, repr=False)
+    sample: Sample | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """report.json's form of the entry (docs/grading.md)."""
@@ -106,11 +131,13 @@ class Entry:
             data["isolation"] = self.isolation
         if self.page is not None:
             data["page"] = self.page
+        if self.sample is not None:
+            data["sample"] = self.sample.to_dict()
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Entry:
-        isolation, page = data.get("isolation"), data.get("page")
+        isolation, page, sample = data.get("isolation"), data.get("page"), data.get("sample")
         return cls(
             path=str(data["path"]),
             verdict=Verdict(data["verdict"]),
@@ -118,6 +145,7 @@ class Entry:
             failures=tuple(Failure.from_dict(f) for f in data["failures"]),
             isolation=None if isolation is None else str(isolation),
             page=None if page is None else str(page),
+            sample=None if sample is None else Sample.from_dict(sample),
         )
 
 

@@ -48,6 +48,7 @@ DEV, CI, FUZZ, GRADE = "schedcheck-dev", "schedcheck-ci", "schedcheck-fuzz", "sc
 # The names the profiles had up to 0.2, accepted for one more version (the plugin warns).
 OLD_NAMES = {name.removeprefix(PREFIX): name for name in (DEV, CI, FUZZ, GRADE)}
 
+GRADE_EXAMPLES = 300  # schedcheck-grade's examples a property: what check and grade try
 _COMMON: dict[str, Any] = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -117,5 +118,10 @@ def register(impl: str = REFERENCE, url: str | None = None) -> None:
     # promise (the same generated examples every run) and only adds the shared replays.
     settings.register_profile(CI, parent=ci_settings, database=replay)
     settings.register_profile(
-        GRADE, max_examples=300, derandomize=True, database=None, print_blob=True, **_COMMON
+        GRADE,
+        max_examples=GRADE_EXAMPLES,
+        derandomize=True,
+        database=None,
+        print_blob=True,
+        **_COMMON,
     )

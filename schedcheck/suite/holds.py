@@ -5,17 +5,19 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from hypothesis import reject, target
-from hypothesis.control import currently_in_test_context
+from hypothesis import reject
 
 from schedcheck.drive.impl import Implementation
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.regression import Regression
 from schedcheck.model.trace import Trace
-from schedcheck.model.workload import Workload
+from schedcheck.model.workload import Script, Workload
 from schedcheck.verdict.report import replay_hints
 from schedcheck.verdict.verify import verify
 
@@ -53,6 +55,45 @@ class ShrinkBudget:
         self.failing.add(workload.to_json(indent=None))
 
 
+@dataclass
+class Narrowed:
+    """A stage's test run on a submission by `schedcheck grade` to shrink one check group's
+    failure (schedcheck/grading/grade.py): only `checks` are checked, `stop()` is called
+    before each example (grade's time budget: it raises to end the search), and each
+    failing run is kept, so that the last one is the shrunk counterexample (Hypothesis
+    replays it last)."""
+
+    checks: frozenset[str]
+    stop: Callable[[], None] = lambda: None
+    failing: list[tuple[Workload, Script | None, Violation]] = field(default_factory=list)
+
+
+_narrowed: list[Narrowed] = []
+
+
+@contextmanager
+def narrowed(narrowing: Narrowed) -> Iterator[Narrowed]:
+    """Run the suite's tests narrowed to `narrowing.checks` while in this block."""
+    _narrowed.append(narrowing)
+    try:
+        yield narrowing
+    finally:
+        _narrowed.remove(narrowing)
+
+
+def only(checks: tuple[str, ...]) -> tuple[str, ...]:
+    """The checks a test runs: its own, or the part of them grade narrowed it to."""
+    if not _narrowed:
+        return checks
+    return tuple(c for c in checks if c in _narrowed[-1].checks)
+
+
+def failed(workload: Workload, script: Script | None, violation: Violation) -> None:
+    """Note a failing run for grade's narrowed search (nothing outside one)."""
+    if _narrowed:
+        _narrowed[-1].failing.append((workload, script, violation))
+
+
 def assert_holds(
     impl: Implementation,
     workload: Workload,
@@ -63,13 +104,11 @@ def assert_holds(
     give_way()
     if budget is not None and budget.spent(workload):
         reject()
-    verdict = verify(impl, workload, checks)
+    verdict = verify(impl, workload, only(checks))
     tick()
-    final = verdict.trace.final()
-    if final is not None and currently_in_test_context():
-        target(float(final.num_preemptions), label="preemptions")  # toward storms
     if not verdict.ok:
         found()
+        failed(workload, None, verdict.violations[0])
         if budget is not None:
             budget.failed(workload)
         saved = save_failure(workload, verdict.violations[0])
@@ -109,8 +148,11 @@ def found(test: str = "") -> None:
 
 def give_way() -> None:
     """Skip the current test if an earlier stage (or, in a "!" stage, another test of this
-    one) has found a failure. Called before each example: pytest's Skipped is not an
+    one) has found a failure; where grade narrows the test, ask its budget. Called before
+    each example: pytest's Skipped is not an
     Exception, and Hypothesis lets it through, shrinking or not."""
+    if _narrowed:
+        _narrowed[-1].stop()
     where, test = os.environ.get(FOUND), _current()
     if not where or not test:
         return

@@ -11,17 +11,17 @@ from hypothesis import given, settings
 from schedcheck.drive.impl import Implementation
 from schedcheck.faults import CheckFailed
 from schedcheck.invariants.catalogue import ids
-from schedcheck.invariants.checks import check_trace
 from schedcheck.model.workload import Script, Workload
 from schedcheck.strategies.scripts import scripts
-from schedcheck.suite.holds import found, give_way, tick
+from schedcheck.suite.holds import failed, found, give_way, only, tick
 from schedcheck.verdict.report import failure_report
-from schedcheck.verdict.verify import rank
+from schedcheck.verdict.verify import rank, verify
 
 # The checks that look at every call (C1, I1-I8, A1, F1, and D1 against the model's own
 # output), then those only the end of a run can break (L1); not R1, which needs the reference.
 EVERY_CALL = ids(lambda c: c.when == "every call" and not c.needs_reference)
 AT_THE_END = ids(lambda c: c.when == "end of run" and not c.needs_reference)
+CHECKS = (*EVERY_CALL, *AT_THE_END)
 
 
 # Twice the profile's examples: a run costs about what a properties workload does, and
@@ -31,10 +31,12 @@ AT_THE_END = ids(lambda c: c.when == "end of run" and not c.needs_reference)
 def test_state_machine(impl: Implementation, scripted: tuple[Workload, Script]) -> None:
     give_way()
     workload, script = scripted
-    trace = impl.play(workload, [*script, ["finish"]])
+    played = [*script, ["finish"]]
+    verdict = verify(impl, workload, only(CHECKS), script=played)
     tick()
-    violations = check_trace(trace, only=(*EVERY_CALL, *AT_THE_END))
-    if violations:
+    if not verdict.ok:
+        first = verdict.violations[0]
         found()
-        report = "\n" + failure_report(violations[0], trace)
-        raise CheckFailed(violations[0].check, report, rank(violations[0], trace.workload))
+        failed(workload, played, first)
+        report = "\n" + failure_report(first, verdict.trace)
+        raise CheckFailed(first.check, report, rank(first, workload))

@@ -16,11 +16,12 @@ import pytest
 
 from schedcheck.cli.main import main
 from schedcheck.drive.isolated import Isolated
-from schedcheck.grading.grade import GROUPS, grade_one
+from schedcheck.grading.grade import GROUP_OF, GROUPS, grade_one
 from schedcheck.grading.report import Entry, Failure, GroupState, Report, Verdict
 from schedcheck.sandbox.process import Limits
+from schedcheck.strategies.coverage import LABELS
 from schedcheck.strategies.examples import EXAMPLES
-from tests.catalogue import standalone
+from tests.catalogue import inline_reference, standalone
 from tests.helpers import ROOT
 
 CLASS = {  # student -> (file, expected verdict)
@@ -88,7 +89,15 @@ def test_the_three_files_and_a_page_per_failure(graded: tuple[Path, Path]) -> No
     assert len(suites.findall("testsuite/testcase")) == len(CLASS) * 15
     summary = (whole / "summary.md").read_text().splitlines()
     assert summary[0].startswith("| submission | verdict |")
-    assert len(summary) == 2 + len(CLASS)
+    rows = [line for line in summary[2:] if line.startswith(("| /", "| \\"))]
+    assert len(rows) == len(CLASS) and summary[2 + len(CLASS)] == ""
+    # What the verdicts rest on: the runs, and every hard part with its count.
+    alice = next(line for line in rows if "/alice/" in line)
+    assert (
+        " of " in alice.split("|")[6]
+        and alice.split("|")[7].strip() == f"{len(LABELS)} of {len(LABELS)}"
+    )
+    assert [line.split("|")[1].strip() for line in summary[-len(LABELS) :]] == list(LABELS)
 
 
 @pytest.mark.costly  # two more gradings of the class (40 s)
@@ -252,3 +261,57 @@ def test_a_bug_of_size_fails_on_the_larger_sample_unshrunk() -> None:
     assert entry.verdict is Verdict.FAIL and entry.checks["I6"] is GroupState.FAIL, entry
     found = next(f for f in entry.failures if f.check == "I6")
     assert found.workload is not None and len(found.workload.requests) > 64
+
+
+@pytest.mark.heavy
+def test_grade_fails_a_scheduler_that_ignores_max_num_seqs() -> None:
+    """Issue 56: the catalogue's max_num_seqs_ignored got `pass` on every group from
+    grade's old sample while check failed it by I8 at step 1. grade now makes every run
+    check's stages make, so whatever check fails, grade fails."""
+    path = standalone(ROOT / "tests" / "mutants" / "max_num_seqs_ignored.py")
+    entry = grade_one(str(path), Limits(), budget=300.0)
+    assert entry.verdict is Verdict.FAIL, entry
+    assert entry.checks["I8"] is GroupState.FAIL, entry.checks
+    found = next(f for f in entry.failures if f.check == "I8")
+    assert found.workload is not None and len(found.workload.requests) <= 3, found
+    assert entry.sample is not None and entry.sample.runs == entry.sample.of > 1000
+
+
+@pytest.mark.heavy
+def test_a_mutable_default_output_list_fails_and_is_never_our_error() -> None:
+    """Issue 56: `Sequence(..., output=[])` (one list shared by every sequence) got
+    `error` from grade (an IndexError of ours in shrinking) where check fails it."""
+    path = standalone(ROOT / "tests" / "mutants" / "output_default_shared.py")
+    entry = grade_one(str(path), Limits(), budget=120.0, size=20)
+    assert entry.verdict is Verdict.FAIL, entry
+    assert entry.checks["examples"] is GroupState.FAIL, entry.checks
+
+
+# One scheduler of the worker's life breaks the contract (a run's, or its twin's for D1);
+# the runs before and after it do not: a failure the search for its group cannot make again.
+FAILS_ONCE = """
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
+
+__all__ = ["Scheduler", "Sequence", "SequenceStatus"]
+
+MADE = [0]
+
+
+class Scheduler(_Reference):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        MADE[0] += 1
+        if MADE[0] == 40:
+            self.waiting = None
+"""
+
+
+def test_a_failure_that_does_not_recur_is_reported_as_it_was_seen(tmp_path: Path) -> None:
+    path = tmp_path / "p07_scheduler.py"
+    path.write_text(inline_reference(FAILS_ONCE))
+    entry = grade_one(str(path), Limits(), budget=120.0, size=20)
+    assert entry.verdict is Verdict.FAIL, entry
+    seen = next(f for f in entry.failures if "did not fail again" in f.message)
+    assert "'NoneType' object" in seen.message and seen.workload is not None, seen
+    assert entry.checks[GROUP_OF[seen.check]] is GroupState.FAIL, entry.checks

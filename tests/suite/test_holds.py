@@ -1,5 +1,6 @@
 """A larger stage's shrinking stops once its budget is spent: candidates are rejected
-unrun, and the failures already found still run (Hypothesis replays the smallest last)."""
+unrun, and the failures already found still run (Hypothesis replays the smallest last).
+And grade's narrowing of a test to one group's checks (issue 56)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.errors import UnsatisfiedAssumption
 
-from schedcheck.drive.impl import reference
-from schedcheck.suite.holds import ShrinkBudget, assert_holds
+from schedcheck.drive.impl import InProcess, reference
+from schedcheck.drive.loader import load_impl
+from schedcheck.faults import CheckFailed
+from schedcheck.invariants.violation import Violation
+from schedcheck.model.workload import Config, Request, Workload
+from schedcheck.suite.holds import (
+    Narrowed,
+    ShrinkBudget,
+    assert_holds,
+    failed,
+    give_way,
+    narrowed,
+    only,
+)
+from tests.catalogue import standalone
+from tests.helpers import ROOT
 from tests.workloads import EXAMPLES
 
 
@@ -30,3 +45,32 @@ def test_once_spent_only_the_failures_found_run(_: None) -> None:
     with pytest.raises(UnsatisfiedAssumption):
         assert_holds(reference(), other, ("C1",), budget)
     assert assert_holds(reference(), failing, ("C1",), budget).failure is None
+
+
+def test_grade_narrows_a_test_to_one_groups_checks_and_keeps_its_failures() -> None:
+    """Inside `narrowed`, a test checks only the group's checks, asks grade's budget
+    before each example, and notes each failing run; outside, nothing of it."""
+    stops: list[int] = []
+    narrowing = Narrowed(frozenset({"I1"}), lambda: stops.append(1))
+    violation = Violation("I1", 1, "schedule()", "over the pool")
+    with narrowed(narrowing):
+        assert only(("C1", "I1", "R1")) == ("I1",)
+        give_way()
+        failed(EXAMPLES["example1"], None, violation)
+    assert only(("C1", "I1")) == ("C1", "I1")
+    give_way()
+    failed(EXAMPLES["example2"], None, violation)
+    assert stops == [1] and narrowing.failing == [(EXAMPLES["example1"], None, violation)]
+
+
+def test_a_narrowed_property_fails_only_by_the_groups_checks() -> None:
+    """The reference never fails; a file that breaks I8 fails a property narrowed to I8,
+    and passes one narrowed to I1 (what the narrowed search relies on)."""
+    ignores = InProcess(load_impl(standalone(ROOT / "tests/mutants/max_num_seqs_ignored.py")))
+    one_seat = Config(num_blocks=2, block_size=1, max_num_seqs=1, max_num_batched_tokens=2)
+    workload = Workload(one_seat, (Request("a1", 1, 1), Request("a2", 1, 1)))
+    with narrowed(Narrowed(frozenset({"I8"}))) as narrowing, pytest.raises(CheckFailed):
+        assert_holds(ignores, workload, ("C1", "I1", "I8"))
+    assert [v.check for _, _, v in narrowing.failing] == ["I8"]
+    with narrowed(Narrowed(frozenset({"I1"}))):
+        assert_holds(ignores, workload, ("C1", "I1", "I8"))

@@ -4,7 +4,8 @@ points to, and keeps the counterexample small; a correct file goes through clean
 
 Two ways: `hunt` (one Hypothesis search, the catalogue's own yardstick, every mutant on
 every run), and `schedcheck check` itself, whose FAIL must name a check and show nothing
-that is the checker's own fault (a rotating few per run, all with `pytest -m costly`).
+that is the checker's own fault, and which `schedcheck grade` must fail by a group of a
+check it named (a rotating few per run, all with `pytest -m costly`).
 This checks the suite itself: the searches have their own fixed, derandomized settings
 and do not depend on `--impl`.
 """
@@ -21,6 +22,8 @@ from hypothesis.errors import NoSuchExample
 
 from schedcheck import faults
 from schedcheck.cli.main import main
+from schedcheck.grading.grade import GROUP_OF, grade_one
+from schedcheck.grading.report import GroupState, Verdict
 from schedcheck.invariants.catalogue import IDS
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.hunt import SEARCH, hunt
@@ -119,3 +122,12 @@ def test_schedcheck_check_fails_it_naming_the_check(
     # Every exception pytest shows is a check's verdict, never one of our own errors.
     shown = set(re.findall(r"^E\s+([\w.]+(?:Error|Exception|Failed|Check\w*)):", log, re.M))
     assert shown == {"schedcheck.faults.CheckFailed"}, shown
+    # And grade fails it too, by a group of a check that check named (issue 56): grade makes
+    # every run check's stages make. A budget, for the hanging mutant's hung calls.
+    # (a worked example's failure is the examples group's, reported with its check).
+    entry = grade_one(str(standalone(path)), Limits(call_timeout=1), budget=60.0)
+    named_checks = set(named.group(1).split(", "))
+    failing = {group for group, state in entry.checks.items() if state is GroupState.FAIL}
+    reported = {f.check for f in entry.failures}
+    assert entry.verdict is Verdict.FAIL, entry
+    assert {GROUP_OF[c] for c in named_checks} & failing or named_checks & reported, entry
