@@ -25,6 +25,16 @@ class Failure:
     step: int
     call: str  # "Sequence()", "Scheduler()", "add()", "schedule()", "update()", ...
     message: str
+    hung: bool = False  # the call did not return in time (the parent's word, never the worker's)
+
+    @classmethod
+    def from_worker(cls, data: dict[str, object]) -> Failure:
+        """A failure a worker reported: its step, call and message, and nothing else (that
+        a call hung is for the parent to say). TypeError or KeyError on anything else."""
+        step, call, message = data["step"], data["call"], data["message"]
+        if type(step) is not int or type(call) is not str or type(message) is not str:
+            raise TypeError(f"not a failure: {data!r}")
+        return cls(step, call, message)
 
 
 class SubmissionError(Exception):

@@ -125,7 +125,7 @@ class Isolated(Sandbox):
                 elif kind == "end":
                     steps += [Step.from_dict(step) for step in message["rest"]]
                     if message["failure"] is not None:
-                        failure = Failure(**message["failure"])
+                        failure = Failure.from_worker(message["failure"])
                     failure = failure or self._threads_left(len(steps))
                     break
             except (KeyError, TypeError, ValueError):

@@ -23,6 +23,7 @@ from schedcheck.drive.contract import contract_problems
 from schedcheck.drive.driver import describe, play, run
 from schedcheck.model.trace import Step, Trace
 from schedcheck.model.workload import Workload
+from schedcheck.sandbox import stack
 from schedcheck.sandbox.beat import Board
 from schedcheck.sandbox.worker import Tools, Worker, bind, boxed, ready
 
@@ -103,6 +104,7 @@ def main(argv: list[str]) -> None:
     tools = bind(conn, board)  # before the submission runs: what it rebinds, we do not call
     say = partial(ready, tools)  # likewise
     drive = driving()
+    stack.install()  # where a hung call is, when the parent asks (sandbox/stack.py)
     try:
         module = load_submission(path, source)
     except (Exception, SystemExit) as e:

@@ -33,7 +33,7 @@ from schedcheck.model.trace import Trace
 from schedcheck.model.workload import Script, Workload
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.profiles import GRADE_EXAMPLES
-from schedcheck.suite.holds import Narrowed, narrowed
+from schedcheck.suite.holds import Narrowed, hung, narrowed
 from schedcheck.suite.tried import Run, searches, tried
 from schedcheck.verdict.html import page
 from schedcheck.verdict.verify import Verdict as Checked
@@ -52,6 +52,9 @@ GROUP_OF = catalogue.GROUP_OF
 SAMPLE_SIZE = GRADE_EXAMPLES  # examples a property, as check's profile has them
 EXAMPLES_STAGE = "test_seed_examples.py"
 UNSEARCHED = (EXAMPLES_STAGE, "test_large.py")  # their failing run is reported as it is
+# Runs that hang before grade tries no more of them (issue 54): the hang has failed the
+# contract already, and each further one costs a wait; the groups left are not judged.
+HUNG_RUNS = 5
 
 
 class OverBudget(BaseException):
@@ -155,8 +158,14 @@ def grade_one(
                 checks["contract"] = GroupState.FAIL
                 return entry(Verdict.FAIL, failures, page(worker, run.workload))
             break
+        hangs, stopped = 0, []
         for run in (r for r in runs if r.stage != EXAMPLES_STAGE):
+            if hangs >= HUNG_RUNS:
+                said = f"grading stopped trying runs after {HUNG_RUNS} of them hung: groups "
+                stopped.append(note(said + "marked 'not run' were not judged"))
+                break
             verdict = judge(run)
+            hangs += hung(verdict.trace)
             for v in verdict.violations:
                 if v.check in run.checks:
                     failing.setdefault(GROUP_OF[v.check], (run, v, len(verdict.trace.steps)))
@@ -169,6 +178,7 @@ def grade_one(
         shrunk = [(f.workload, f.script) for f in failures if f.workload is not None]
         for group in sorted(failing, key=list(GROUPS).index):
             failures.append(shrink(worker, group, spent, shrunk, failing[group]))
+        failures += stopped
         drawn = next((f.workload for f in failures if f.workload is not None), None)
         if drawn is not None:
             page_html = page(worker, drawn)
@@ -191,11 +201,11 @@ def grade_one(
             for run, v, steps in failing.values()
             if v.check not in reported
         ]
-        stopped = note(
+        at_budget = note(
             f"grading stopped at its budget of {budget:g} s of the submission's time (CPU "
             "and hung calls); groups marked 'not run' were not judged"
         )
-        return entry(Verdict.FAIL, [*failures, *unshrunk, stopped])
+        return entry(Verdict.FAIL, [*failures, *unshrunk, at_budget])
     finally:
         worker.stop()
     failed = any(state is GroupState.FAIL for state in checks.values())
@@ -226,7 +236,7 @@ def shrink(
 
     for workload, script in shrunk:
         stop()
-        verdict = verify(worker, workload, checks, script=script)
+        verdict = confirmed(worker, workload, checks, script)
         if not verdict.ok:
             return failure(verdict.violations[0], workload, len(verdict.trace.steps), script)
     run, violation, steps = found
@@ -241,11 +251,24 @@ def shrink(
         again = "; it did not fail again when run again: the submission's result depends on "
         again += "what ran before it"
         return Failure(violation.check, str(violation) + again, run.workload, steps, run.script)
-    workload, script, first = narrowing.failing[-1]
+    workload, script, _ = narrowing.failing[-1]
+    verdict = confirmed(worker, workload, checks, script)
+    if verdict.ok:  # a hang seen after a short wait that a full one does not confirm
+        return failure(violation, run.workload, steps, run.script)
     shrunk.append((workload, script))
-    verdict = verify(worker, workload, checks, script=script)
-    steps = len(verdict.trace.steps) if not verdict.ok else steps
-    return failure(first, workload, steps, script)
+    return failure(verdict.violations[0], workload, len(verdict.trace.steps), script)
+
+
+def confirmed(
+    worker: Isolated, workload: Workload, checks: tuple[str, ...], script: Script | None
+) -> Checked:
+    """verify(), every call waited for in full: a run reported as hung hung for the whole
+    call timeout (a search's candidates may be stopped after a short wait: Sandbox.hang_at)."""
+    worker.strict = True
+    try:
+        return verify(worker, workload, checks, script=script)
+    finally:
+        worker.strict = False
 
 
 def grade_many(

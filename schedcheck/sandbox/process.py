@@ -45,7 +45,7 @@ from schedcheck.faults import (
     SubmissionFailure,
     WorkerError,
 )
-from schedcheck.sandbox import uids
+from schedcheck.sandbox import stack, uids
 from schedcheck.sandbox.beat import Board, board_fd
 
 # All a worker inherits of the checker's environment: the submission must not read its
@@ -89,11 +89,18 @@ class Limits:
     cpu: int = 1800  # CPU seconds a worker may use (a spinning thread left running stops)
 
 
+TAIL = 8192  # bytes of a worker's output kept for a stack dump
+SAMPLES = 3  # stack dumps of a hung call: what they share is the loop (stack.loop)
+
+
 class _Output:
     """Drains a pipe in a thread so the worker never blocks on a full pipe."""
 
     def __init__(self, pipe: IO[bytes], keep: int) -> None:
         self.keep, self.kept, self.total = keep, bytearray(), 0
+        # The stream's last bytes and how many it has carried, whatever `keep` allows: a
+        # stack dump asked of a hung worker (stack.py) is read from here.
+        self.tail, self.carried = bytearray(), 0
         self.fd = pipe.fileno()
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
@@ -108,6 +115,8 @@ class _Output:
                 if not chunk:
                     return
                 self.total += len(chunk)
+                self.carried += len(chunk)
+                self.tail = (self.tail + chunk)[-TAIL:]
                 room = self.keep - len(self.kept)
                 if room > 0:
                     self.kept += chunk[:room]
@@ -120,11 +129,17 @@ class _Output:
                 break
             time.sleep(0.001)
         with self.lock:
-            text = self.kept.decode(errors="replace")
+            text = stack.strip(self.kept.decode(errors="replace"))
             if self.total > len(self.kept):
                 text += f"\n[... {self.total - len(self.kept)} more bytes not shown]"
             self.kept, self.total = bytearray(), 0
         return text
+
+    def since(self, mark: int) -> str:
+        """What the stream carried after its `mark`-th byte (as far as the tail holds)."""
+        with self.lock:
+            new = self.carried - mark
+            return bytes(self.tail[-new:]).decode(errors="replace") if new > 0 else ""
 
     def _pending(self) -> bool:
         """Whether the pipe holds bytes not yet kept (under the lock: none half-read)."""
@@ -170,6 +185,14 @@ class Sandbox:
         self._beat_limit: int | None = None  # the counter no honest worker passes (_send)
         self._spent = 0.0  # what stopped workers used of a time budget (`used`)
         self._born = time.monotonic()
+        self._copy = ""  # the box's copy of the code under test: its frames in a stack dump
+        # Where a call hung for the whole call timeout (the functions on its stack, stack.
+        # loop), once one did: from then on a call is stopped after a short wait if it is in
+        # that same loop (a hang's shrinking costs a fraction of the timeout a candidate),
+        # and waited for in full anywhere else. `strict`: in full whatever (a final replay).
+        self.hang_at: tuple[str, ...] | None = None
+        self.strict = False
+        self._wait = self.limits.call_timeout  # the current call's deadline (_receive)
 
     # -- the worker's life ------------------------------------------------------------------
 
@@ -184,7 +207,7 @@ class Sandbox:
         # reads every command at once: it is idle when we send one.
         seconds = int(SEND_TIMEOUT)
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, 0))
-        copy = self._make_box()
+        copy = self._copy = self._make_box()
         assert self.workdir is not None
         env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
         env["PYTHONPATH"] = os.pathsep.join(sys.path)
@@ -373,6 +396,7 @@ class Sandbox:
                 )
             ) from None
         self.call_started = time.monotonic()  # until the board names the call it starts
+        self._wait = self._first_wait()
         # The worker beats once per call: more beats than calls are the submission's doing
         # (it found the page and keeps a sleeping call alive). Capped, it cannot hang us.
         self._beat_limit = self._seen + 2 * calls
@@ -395,7 +419,17 @@ class Sandbox:
                         return self._forged()
                     if self._left() > 0 or self._starved():
                         continue  # a new call began, or it is runnable but barely ran
-                    return self._hung(self.limits.call_timeout)
+                    at, said = self._stack()
+                    if self._wait < self.limits.call_timeout:  # a short wait (hang_at)
+                        assert self.hang_at is not None
+                        if at[: len(self.hang_at)] != self.hang_at:
+                            self._wait = self.limits.call_timeout  # elsewhere: wait in full
+                            continue
+                        full = self.limits.call_timeout
+                        said += f" (stopped early: where a call hung for {full:g} s before)"
+                        return self._hung(self._wait, said)
+                    self.hang_at = self.hang_at or at or None
+                    return self._hung(self.limits.call_timeout, said)
             message = json.loads(conn.recv_bytes(1 << 26))
             # a reply to another command (stale, or forged) is no reply: streams never mix
             if not isinstance(message, dict) or message.get("serial") != self._serial:
@@ -414,7 +448,41 @@ class Sandbox:
         return message
 
     def _left(self) -> float:
-        return self.call_started + self.limits.call_timeout - time.monotonic()
+        return self.call_started + self._wait - time.monotonic()
+
+    def _first_wait(self) -> float:
+        """How long a call is waited for before its stack is looked at: the call timeout,
+        or, once a call hung at a line (hang_at) and no final replay is on (strict), a
+        tenth of it (never under 0.1 s)."""
+        full = self.limits.call_timeout
+        return full if self.strict or self.hang_at is None else max(0.1, full / 10)
+
+    def _stack(self) -> tuple[tuple[str, ...], str]:
+        """Where the worker's main thread is now, asked with stack.SIGNAL: the functions
+        SAMPLES dumps a few milliseconds apart share (stack.loop), and the first dump's
+        frames in the code under test, as the report says them. ((), "") where it does not
+        answer within a quarter second."""
+        pid, out = self.worker_pid(), self._out
+        if pid is None or out is None:
+            return (), ""
+        samples = []
+        for _ in range(SAMPLES):
+            mark = out.carried
+            try:
+                os.kill(pid, stack.SIGNAL)
+            except OSError:
+                break
+            deadline = time.monotonic() + 0.25
+            while stack.HEADER not in out.since(mark) and time.monotonic() < deadline:
+                time.sleep(0.002)
+            time.sleep(0.005)  # the dump is written at once: let its frames land
+            frames = stack.ours(stack.parse(out.since(mark)), self._copy)
+            if not frames:
+                break
+            samples.append(frames)
+        if not samples:
+            return (), ""
+        return stack.loop(samples), stack.describe(samples[0], self._copy, self.path)
 
     def _sync(self) -> None:
         """Take the call the worker is in from its heartbeat board, if a new one began."""
@@ -422,6 +490,7 @@ class Sandbox:
         if beat is None or beat.counter <= self._seen:
             return  # nothing new; a counter that went back is not believed either
         self._seen = beat.counter
+        self._wait = self._first_wait()  # a new call: its own deadline
         self.where = (beat.step, beat.call)
         self.call_started = min(beat.started, time.monotonic())  # never in the future
         self.call_cpu = beat.cpu
@@ -436,24 +505,30 @@ class Sandbox:
             "began than the run makes: the submission writes the checker's own page",
         )
 
-    def _hung(self, wait: float) -> Failure:
+    def _hung(self, wait: float, said: str = "") -> Failure:
         self._spent += wait  # charged whether it spun or slept (`used`)
         self._sync()
         step, call = self.where
         hog = self._memory_note()
         self.stop()
-        return Failure(step, call, f"{call} did not return within {wait:g} s at step {step}{hog}")
+        return Failure(
+            step,
+            call,
+            f"{call} did not return within {wait:g} s at step {step}{hog}{said}",
+            hung=True,
+        )
 
     def _starved(self) -> bool:
         """Whether a call past its deadline was only waiting for a core: the worker is
-        runnable (or in uninterruptible I/O) and has used under half the timeout of CPU
-        since the call began. A loop uses the CPU it gets, a sleep is not runnable, so
-        neither is excused; a correct call on a loaded machine (a class graded at once on
-        two cores) is, up to STARVED_CAP timeouts of wall time. Linux only: elsewhere the
+        runnable (or in uninterruptible I/O) and has used under half the wait (the timeout,
+        or the short wait after a hang: _first_wait) of CPU since the call began. A loop
+        uses the CPU it gets, a sleep is not runnable, so neither is excused; a correct
+        call on a loaded machine (a class graded at once on two cores) is, up to
+        STARVED_CAP waits of wall time. Linux only: elsewhere the
         timeout is wall time."""
         if self.proc is None or self.call_cpu is None:
             return False
-        if time.monotonic() - self.call_started > STARVED_CAP * self.limits.call_timeout:
+        if time.monotonic() - self.call_started > STARVED_CAP * self._wait:
             return False
         fields = proc_stat(self.worker_pid())
         try:
@@ -461,7 +536,7 @@ class Sandbox:
         except (IndexError, ValueError):
             return False
         used = ticks / os.sysconf("SC_CLK_TCK") - self.call_cpu
-        return state in ("R", "D") and used < self.limits.call_timeout / 2
+        return state in ("R", "D") and used < self._wait / 2
 
     def _memory_note(self) -> str:
         """Say so when a hung worker was filling its memory cap: a hog, not a loop."""
@@ -543,7 +618,7 @@ class Sandbox:
             if reply.get("kind") == "result":
                 return reply.get("value")
             if reply.get("kind") == "failure":
-                raise SubmissionFailure(Failure(**reply["failure"]))
+                raise SubmissionFailure(Failure.from_worker(reply["failure"]))
             if reply.get("kind") == "internal":
                 self.stop()
                 replay = functools.partial(Sandbox.request, calls=calls, **message)

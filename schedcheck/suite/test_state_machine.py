@@ -13,7 +13,15 @@ from schedcheck.faults import CheckFailed
 from schedcheck.invariants.catalogue import ids
 from schedcheck.model.workload import Script, Workload
 from schedcheck.strategies.scripts import scripts
-from schedcheck.suite.holds import failed, found, give_way, only, tick
+from schedcheck.suite.holds import (
+    failed,
+    found,
+    give_way,
+    hung,
+    in_full_when_final,
+    only,
+    tick,
+)
 from schedcheck.verdict.report import failure_report
 from schedcheck.verdict.verify import rank, verify
 
@@ -32,11 +40,12 @@ def test_state_machine(impl: Implementation, scripted: tuple[Workload, Script]) 
     give_way()
     workload, script = scripted
     played = [*script, ["finish"]]
-    verdict = verify(impl, workload, only(CHECKS), script=played)
+    with in_full_when_final(impl):
+        verdict = verify(impl, workload, only(CHECKS), script=played)
     tick()
     if not verdict.ok:
         first = verdict.violations[0]
-        found()
+        found(hang=hung(verdict.trace))
         failed(workload, played, first)
         report = "\n" + failure_report(first, verdict.trace)
         raise CheckFailed(first.check, report, rank(first, workload))

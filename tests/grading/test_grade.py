@@ -16,7 +16,7 @@ import pytest
 
 from schedcheck.cli.main import main
 from schedcheck.drive.isolated import Isolated
-from schedcheck.grading.grade import GROUP_OF, GROUPS, grade_one
+from schedcheck.grading.grade import GROUP_OF, GROUPS, HUNG_RUNS, grade_one
 from schedcheck.grading.report import Entry, Failure, GroupState, Report, Verdict
 from schedcheck.sandbox.process import Limits
 from schedcheck.strategies.coverage import LABELS
@@ -119,14 +119,52 @@ def test_grading_nothing_that_exists_is_a_usage_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.heavy
-def test_a_submission_that_hangs_past_the_budget_fails_on_what_it_showed() -> None:
-    """Each hang costs a call timeout; one that hangs often runs out of the budget. What
-    failed did fail: a verdict (fail), the groups not reached 'not run'; never `error`,
-    which would leave a Gradescope student without a score for a bug of their own."""
+def test_a_submission_that_hangs_is_graded_on_its_first_hangs() -> None:
+    """Issue 54: each hang costs a wait; grade tries no more runs once five have hung. What
+    failed did fail: a verdict (fail), the groups not reached 'not run', never `error`
+    (a Gradescope student would get no score for a bug of their own); and the hang it
+    reports hung for the whole call timeout, at the line it names."""
     hangs = standalone(ROOT / "tests" / "mutants" / "infinite_loop_full_house.py")
-    entry = grade_one(str(hangs), Limits(call_timeout=0.3), budget=4, size=200)
+    entry = grade_one(str(hangs), Limits(call_timeout=0.3), budget=60, size=200)
     assert entry.verdict is Verdict.FAIL, entry.failures
     assert entry.checks["contract"] is GroupState.FAIL
+    assert GroupState.NOT_RUN in entry.checks.values()
+    assert f"after {HUNG_RUNS} of them hung" in entry.failures[-1].message
+    hang = next(f for f in entry.failures if f.check == "C1")
+    assert "within 0.3 s" in hang.message and "in _schedule_waiting" in hang.message, hang
+    assert entry.sample is not None and entry.sample.runs < entry.sample.of
+
+
+# Fails I8 at once, and burns a few milliseconds of CPU at every call: a budget of seconds
+# runs out long before its runs do.
+BURNS = """
+import time
+
+from schedcheck.scheduler import Scheduler as _Reference
+from schedcheck.scheduler import Sequence, SequenceStatus
+
+__all__ = ["Scheduler", "Sequence", "SequenceStatus"]
+
+
+class Scheduler(_Reference):
+    def _may_admit(self, budget):
+        return bool(self.waiting) and budget > 0  # no max_num_seqs: I8
+
+    def schedule(self):
+        end = time.process_time() + 0.005
+        while time.process_time() < end:
+            pass
+        return super().schedule()
+"""
+
+
+@pytest.mark.heavy
+def test_a_submission_over_the_budget_fails_on_what_it_showed(tmp_path: Path) -> None:
+    path = tmp_path / "p07_scheduler.py"
+    path.write_text(inline_reference(BURNS))
+    entry = grade_one(str(path), Limits(), budget=4, size=200)
+    assert entry.verdict is Verdict.FAIL, entry.failures
+    assert entry.checks["I8"] is GroupState.FAIL, entry.checks
     assert GroupState.NOT_RUN in entry.checks.values()
     assert "budget" in entry.failures[-1].message
 

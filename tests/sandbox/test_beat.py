@@ -76,6 +76,9 @@ def test_a_hung_call_is_named_by_the_board(tmp_path: Path) -> None:
     try:
         trace = worker.run(EXAMPLES["example2"])
         assert trace.failure is not None
-        assert trace.failure.message == "schedule() did not return within 0.5 s at step 1"
+        message = trace.failure.message
+        assert message.startswith("schedule() did not return within 0.5 s at step 1; "), message
+        # and where it was (issue 54), read from the worker's own stack before it stopped
+        assert message.endswith("in schedule: `time.sleep(5)`"), message
     finally:
         worker.stop()

@@ -4,6 +4,8 @@ And grade's narrowing of a test to one group's checks (issue 56)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,13 +17,17 @@ from schedcheck.faults import CheckFailed
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.workload import Config, Request, Workload
 from schedcheck.suite.holds import (
+    FOUND,
+    ORDER,
     Narrowed,
     ShrinkBudget,
     assert_holds,
     failed,
+    found,
     give_way,
     narrowed,
     only,
+    running,
 )
 from tests.catalogue import standalone
 from tests.helpers import ROOT
@@ -74,3 +80,28 @@ def test_a_narrowed_property_fails_only_by_the_groups_checks() -> None:
     assert [v.check for _, _, v in narrowing.failing] == ["I8"]
     with narrowed(Narrowed(frozenset({"I1"}))):
         assert_holds(ignores, workload, ("C1", "I1", "I8"))
+
+
+def test_a_hang_makes_every_other_test_give_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 54: one test's hang is shrunk, not three at once: once a test says its run
+    hung, every other test (of any stage) is skipped before its next example; the test
+    that hung goes on; a failure that is no hang stops no test of its own stage."""
+    monkeypatch.setenv(FOUND, str(tmp_path))
+    monkeypatch.setenv(ORDER, "test_seed_examples.py! test_properties.py test_large.py")
+    first = "schedcheck/suite/test_properties.py::test_invariants_hold_at_every_step"
+    other = "schedcheck/suite/test_properties.py::test_lockstep_with_the_reference"
+    try:
+        running("test_properties.py", first)
+        found()  # a failure, no hang: the other property goes on
+        running("test_properties.py", other)
+        give_way()
+        running("test_properties.py", first)
+        found(hang=True)
+        give_way()  # the one that hung goes on shrinking
+        running("test_properties.py", other)
+        with pytest.raises(pytest.skip.Exception, match="hang"):
+            give_way()
+    finally:
+        running("", "")
