@@ -26,7 +26,7 @@ from schedcheck.invariants.checks import CHECKS
 from schedcheck.model.tokens import TokenModel
 from schedcheck.model.trace import State, Step, Trace
 from schedcheck.model.workload import Config, Request, Workload
-from schedcheck.verdict.verify import Verdict, verify
+from schedcheck.verdict.verify import Verdict, verify, verify_pair
 
 __version__ = version("schedcheck")  # one place: pyproject.toml
 
@@ -48,4 +48,5 @@ __all__ = [
     "__version__",
     "open_impl",
     "verify",
+    "verify_pair",
 ]

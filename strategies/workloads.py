@@ -181,6 +181,14 @@ def any_workloads() -> st.SearchStrategy[Workload]:
     return _ANY
 
 
+def pairs() -> st.SearchStrategy[tuple[Workload, Workload]]:
+    """Two workloads of different configurations (block size, pool, budgets or eos: a
+    submission that keeps one of them at module or class level is right for one scheduler
+    and wrong for two), for two schedulers alive at once (issue 47). Each shrinks as a
+    workload of the properties does."""
+    return _PAIRS
+
+
 def fixed_sample(size: int, strategy: st.SearchStrategy[Workload] | None = None) -> list[Workload]:
     """The same `size` workloads of `strategy` (by default `any_workloads`) on every call, on
     every machine (derandomized draws)."""
@@ -204,3 +212,4 @@ def fixed_sample(size: int, strategy: st.SearchStrategy[Workload] | None = None)
 
 _ORDINARY, _STORMS = workloads(), storms()
 _ANY = st.integers(0, 2).flatmap(lambda k: _ORDINARY if k == 0 else _STORMS)
+_PAIRS = st.tuples(_ANY, _ANY).filter(lambda pair: pair[0].config != pair[1].config)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from schedcheck.drive.standalone import (
     found_by_the_larger_stage,
+    found_by_two_schedulers,
     inline_reference,
     reference_file,
     reference_source,
@@ -16,6 +17,7 @@ from schedcheck.drive.standalone import (
 __all__ = [
     "ROOT",
     "found_by_the_larger_stage",
+    "found_by_two_schedulers",
     "inline_reference",
     "reference_file",
     "reference_source",

@@ -296,15 +296,16 @@ class _Calls:
 
     driver: Driver  # set once Scheduler() returned
 
-    def __init__(self, on_call: OnCall | None) -> None:
-        self.where: tuple[int, str] = (0, "Scheduler()")
+    def __init__(self, on_call: OnCall | None, of: str = "") -> None:
+        self.where: tuple[int, str] = (0, "Scheduler()" + of)
         self.on_call = on_call
+        self.of = of  # which scheduler, where two are alive at once: " of scheduler B"
         self.steps: list[Step] = []
 
     def enter(self, number: int, call: str) -> None:
-        self.where = (number, call)
+        self.where = (number, call + self.of)
         if self.on_call is not None:
-            self.on_call(number, call)
+            self.on_call(number, call + self.of)
 
     def add(self, number: int, request: Request) -> None:
         self.enter(number, "Sequence()")
@@ -315,11 +316,19 @@ class _Calls:
     def step(self, arrivals: tuple[str, ...]) -> Step:
         """schedule(), then update(); a step whose update() fails is kept (the checks see
         what schedule() returned)."""
+        self.schedule(arrivals)
+        return self.update()
+
+    def schedule(self, arrivals: tuple[str, ...]) -> None:
+        """A step's first half: schedule()."""
         number = len(self.steps) + 1
         self.enter(number, "schedule()")
         scheduled = self.driver.schedule()
         self.steps.append(Step(number, arrivals, scheduled, self.driver.snapshot(), None))
-        self.enter(number, "update()")
+
+    def update(self) -> Step:
+        """A step's second half: update()."""
+        self.enter(len(self.steps), "update()")
         self.steps[-1] = replace(self.steps[-1], update=self.driver.update())
         return self.steps[-1]
 
@@ -366,10 +375,8 @@ def run(
     def body(calls: _Calls) -> None:
         steps = calls.steps
         for number in range(1, bound + 1):
-            if steps and number > workload.last_arrival() and _all_finished(steps[-1]):
+            if _done(steps, workload, number, max_tokens):
                 break
-            if steps and steps[-1].last().overrun(max_tokens):
-                break  # it failed already; each step more grows an output up to the bound
             arrived = arrivals.get(number, [])
             for request in arrived:
                 calls.add(number, request)
@@ -380,6 +387,75 @@ def run(
                 on_step(step)
 
     return _traced(impl, workload, on_call, body)
+
+
+def run_pair(
+    impl: ModuleType,
+    first: Workload,
+    second: Workload,
+    on_call: OnCall | None = None,
+    on_step: Callable[[int, Step], None] | None = None,
+) -> tuple[Trace, Trace]:
+    """Two schedulers of `impl` alive at once (issue 47), A of `first` and B of `second`:
+    A built whole, then B; then step by step A's schedule(), B's schedule(), A's update(),
+    B's update() (each one's arrivals added before its schedule()), each until its own
+    requests finished or its liveness bound. Each trace is what that scheduler did, as a
+    run of it alone would record it; `on_step(which, step)` is told of each step (0: A).
+
+    A contract broken ends both: the trace of the scheduler it broke in carries the
+    failure, the other stops where it was (no failure: no check judges it then)."""
+    runs = (
+        (_Calls(on_call, " of scheduler A"), first),
+        (_Calls(on_call, " of scheduler B"), second),
+    )
+    bounds = [liveness_bound(w) for _, w in runs]
+    arrivals = {id(w): w.arrivals() for _, w in runs}
+    max_tokens = {id(w): w.max_tokens() for _, w in runs}
+    current = runs[0][0]
+    try:
+        for calls, workload in runs:
+            current = calls
+            calls.enter(0, "Scheduler()")
+            calls.driver = Driver(impl, workload)
+        for number in range(1, max(bounds) + 1):
+            going = [
+                (c, w)
+                for (c, w), bound in zip(runs, bounds, strict=True)
+                if number <= bound and not _done(c.steps, w, number, max_tokens[id(w)])
+            ]
+            if not going:
+                break
+            for calls, workload in going:
+                current = calls
+                arrived = arrivals[id(workload)].get(number, [])
+                for request in arrived:
+                    calls.add(number, request)
+                calls.schedule(tuple(r.seq_id for r in arrived))
+            for calls, workload in going:
+                current = calls
+                calls.update()
+                if workload.reupdate:
+                    calls.again()
+            for calls, _ in going:
+                if on_step is not None:
+                    on_step(0 if calls is runs[0][0] else 1, calls.steps[-1])
+    except (ContractError, MemoryError) as e:
+        message = str(e) if isinstance(e, ContractError) else describe(e, impl)
+        return tuple(  # type: ignore[return-value]
+            Trace(w, tuple(c.steps), Failure(*c.where, message) if c is current else None)
+            for c, w in runs
+        )
+    return Trace(first, tuple(runs[0][0].steps)), Trace(second, tuple(runs[1][0].steps))
+
+
+def _done(steps: list[Step], workload: Workload, number: int, max_tokens: dict[str, int]) -> bool:
+    """Whether a run is over before step `number`: every request finished (none to come),
+    or an output overran its max_tokens (it failed already: each step more only grows it)."""
+    if not steps:
+        return False
+    if number > workload.last_arrival() and _all_finished(steps[-1]):
+        return True
+    return steps[-1].last().overrun(max_tokens)
 
 
 def play(

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol, TypeVar
 
-from schedcheck.drive.driver import play, run
+from schedcheck.drive.driver import play, run, run_pair
 from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import REFERENCE, load_impl
 from schedcheck.model.trace import Trace
@@ -32,6 +32,10 @@ class Implementation(Protocol):
         """The trace of `script`'s calls (schedcheck/drive/driver.py's play)."""
         ...
 
+    def run_pair(self, first: Workload, second: Workload) -> tuple[Trace, Trace]:
+        """Two schedulers alive at once (schedcheck/drive/driver.py's run_pair)."""
+        ...
+
     def stop(self) -> None: ...
 
 
@@ -53,6 +57,9 @@ class InProcess:
 
     def play(self, workload: Workload, script: Script) -> Trace:
         return play(self.module, workload, script)
+
+    def run_pair(self, first: Workload, second: Workload) -> tuple[Trace, Trace]:
+        return run_pair(self.module, first, second)
 
     def stop(self) -> None:
         """Nothing to stop: it runs here."""

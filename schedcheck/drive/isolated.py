@@ -78,6 +78,23 @@ class Isolated(Sandbox):
         calls = 1 + 2 * len(workload.requests) + 3 * liveness_bound(workload)
         return self._stream(workload, calls, meanwhile, op="run")
 
+    def run_pair(self, first: Workload, second: Workload) -> tuple[Trace, Trace]:
+        """Two schedulers alive at once in the worker (driver.run_pair): their traces."""
+        calls = sum(1 + 2 * len(w.requests) + 3 * liveness_bound(w) for w in (first, second))
+        self._retire_if_spent()
+        self._ensure()
+        assert self._out is not None
+        self._out.take()
+        self.where = (0, "Scheduler() of scheduler A")
+        command = {"op": "pair", "workloads": [first.to_dict(), second.to_dict()]}
+        try:
+            self._send(calls, **command)
+        except Unread as e:
+            self.output = ""
+            return Trace(first, (), e.failure), Trace(second, (), None)
+        a, b = self._collect((first, second), command)
+        return a, b
+
     def play(self, workload: Workload, script: Script) -> Trace:
         """Play `script` (schedcheck/drive/driver.py) in the worker: one command for a whole
         stateful run, its steps streamed back as a run's are."""
@@ -103,49 +120,73 @@ class Isolated(Sandbox):
         except BaseException:
             self.stop()  # mid-run: the next workload gets a fresh worker
             raise
-        return self._collect(workload, command), value
+        return self._collect((workload,), command)[0], value
 
-    def _collect(self, workload: Workload, command: dict[str, Any]) -> Trace:
+    def _collect(self, workloads: tuple[Workload, ...], command: dict[str, Any]) -> list[Trace]:
+        """The traces of a command's run: one, or a pair's two (each step says which: "of");
+        the failure is the one run's it stopped in."""
         assert self._out is not None
-        steps: list[Step] = []
+        steps: list[list[Step]] = [[] for _ in workloads]
         failure: Failure | None = None
+        of = 0  # the run the failure is charged to
         while True:
             message = self._receive()
             if isinstance(message, Failure):
-                failure = message
+                failure, of = message, self._failing_run(len(workloads))
                 break
             try:
                 kind = message["kind"]
                 if kind == "internal":
                     self.stop()
-                    failure = self._blamed(internal(message), _again(workload, command))
+                    failure = self._blamed(internal(message), _again(workloads, command))
                     break
                 if kind == "step":
-                    steps.append(Step.from_dict(message["step"]))
+                    steps[_of(message["step"], workloads)].append(Step.from_dict(message["step"]))
                 elif kind == "end":
-                    steps += [Step.from_dict(step) for step in message["rest"]]
+                    for step in message["rest"]:
+                        steps[_of(step, workloads)].append(Step.from_dict(step))
                     if message["failure"] is not None:
                         failure = Failure.from_worker(message["failure"])
-                    failure = failure or self._threads_left(len(steps))
+                        of = _of(message["failure"], workloads)
+                    failure = failure or self._threads_left(len(steps[0]))
                     break
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, IndexError):
                 self.stop()
                 what = "the worker sent something that is not a trace"
-                failure = self._blamed(what, _again(workload, command))
+                failure = self._blamed(what, _again(workloads, command))
                 break
         self.output = self._out.take() if self._out is not None else ""
-        return Trace(workload, tuple(steps), failure)
+        return [
+            Trace(w, tuple(s), failure if i == of else None)
+            for i, (w, s) in enumerate(zip(workloads, steps, strict=True))
+        ]
+
+    def _failing_run(self, runs: int) -> int:
+        """Which of a pair's runs the call under way (a hang, a death) belongs to: the board
+        names it ("schedule() of scheduler B")."""
+        return 1 if runs > 1 and self.where[1].endswith(" of scheduler B") else 0
 
 
-def _again(workload: Workload, command: dict[str, Any]) -> Callable[[Sandbox], None]:
-    """The same run or script, for the referee: it must run through."""
+def _of(message: dict[str, Any], workloads: tuple[Workload, ...]) -> int:
+    """Which run a streamed step or a failure belongs to: "of", for a pair's; else 0."""
+    of = message.get("of", 0) if len(workloads) > 1 else 0
+    if type(of) is not int or not 0 <= of < len(workloads):
+        raise ValueError(f"no run {of!r}")
+    return of
+
+
+def _again(workloads: tuple[Workload, ...], command: dict[str, Any]) -> Callable[[Sandbox], None]:
+    """The same run, pair or script, for the referee: it must run through."""
 
     def replay(referee: Sandbox) -> None:
         assert isinstance(referee, Isolated)
         if command["op"] == "play":
-            _through(referee.play(workload, command["script"]))
+            _through(referee.play(workloads[0], command["script"]))
+        elif command["op"] == "pair":
+            for trace in referee.run_pair(*workloads):
+                _through(trace)
         else:
-            _through(referee.run(workload))
+            _through(referee.run(workloads[0]))
 
     return replay
 

@@ -66,6 +66,12 @@ def _written(name: str, source: str, folder: Path | None = None) -> Path:
     return copy
 
 
+def found_by_two_schedulers(mutant: Path) -> bool:
+    """Whether a catalogued mutant's docstring says only two schedulers alive at once find
+    it (issue 47): its search is that property's (strategies/workloads.py's pairs)."""
+    return "Found by two schedulers alive at once" in mutant.read_text()
+
+
 def found_by_the_larger_stage(mutant: Path) -> bool:
     """Whether a catalogued mutant's docstring says only the larger stage finds it (a bug
     of size): its search is that stage's (strategies/large.py), not the ordinary one's."""

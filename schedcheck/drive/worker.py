@@ -20,7 +20,7 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from schedcheck.drive.contract import contract_problems
-from schedcheck.drive.driver import describe, play, run
+from schedcheck.drive.driver import describe, play, run, run_pair
 from schedcheck.model.trace import Step, Trace
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox import stack
@@ -33,13 +33,14 @@ class Driving(NamedTuple):
 
     contract_problems: Callable[[types.ModuleType], list[str]]
     run: Callable[..., Any]
+    run_pair: Callable[..., Any]
     play: Callable[..., Any]
     workload: Callable[[dict[str, Any]], Workload]
     step_dict: Callable[[Step], dict[str, Any]]
 
 
 def driving() -> Driving:
-    return Driving(contract_problems, run, play, Workload.from_dict, Step.to_dict)
+    return Driving(contract_problems, run, run_pair, play, Workload.from_dict, Step.to_dict)
 
 
 def load_submission(path: str, source: bytes) -> types.ModuleType:
@@ -66,6 +67,7 @@ class SchedulerWorker(Worker):
         self.module = module
         self.drive = drive or driving()
         self.sent = 0  # steps of the current run already streamed
+        self.sents = [0, 0]  # the same, of each scheduler of a pair
 
     def op_run(self, request: dict[str, Any]) -> None:
         workload = self.drive.workload(request["workload"])
@@ -79,6 +81,23 @@ class SchedulerWorker(Worker):
         script = request["script"]
         self.end(self.drive.play(self.module, workload, script, self.heartbeat, self.step_done))
 
+    def op_pair(self, request: dict[str, Any]) -> None:
+        """Two schedulers alive at once (driver.run_pair), streamed like a run: each step
+        says which scheduler's it is ("of": 0 or 1)."""
+        first, second = (self.drive.workload(w) for w in request["workloads"])
+        self.sents = [0, 0]
+        traces = self.drive.run_pair(self.module, first, second, self.heartbeat, self.of_done)
+        rest = [
+            {**self.drive.step_dict(step), "of": of}
+            for of, trace in enumerate(traces)
+            for step in trace.steps[self.sents[of] :]
+        ]
+        failed = [of for of, trace in enumerate(traces) if trace.failure is not None]
+        failure = None
+        if failed:
+            failure = {**self.tools.fields(traces[failed[0]].failure), "of": failed[0]}
+        self.send(kind="end", rest=rest, failure=failure)
+
     def end(self, trace: Trace) -> None:
         failure = None if trace.failure is None else self.tools.fields(trace.failure)
         # A failure mid-step leaves a step the stream never carried: send it with the end.
@@ -88,6 +107,10 @@ class SchedulerWorker(Worker):
     def step_done(self, step: Step) -> None:
         self.sent += 1
         self.send(kind="step", step=self.drive.step_dict(step))
+
+    def of_done(self, of: int, step: Step) -> None:
+        self.sents[of] += 1
+        self.send(kind="step", step={**self.drive.step_dict(step), "of": of})
 
 
 def _read_submission(path: str) -> bytes:

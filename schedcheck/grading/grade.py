@@ -33,11 +33,11 @@ from schedcheck.model.trace import Trace
 from schedcheck.model.workload import Script, Workload
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.profiles import GRADE_EXAMPLES
-from schedcheck.suite.holds import Narrowed, hung, narrowed
+from schedcheck.suite.holds import Narrowed, ShrinkBudget, hung, narrowed
 from schedcheck.suite.tried import Run, searches, tried
 from schedcheck.verdict.html import page
 from schedcheck.verdict.verify import Verdict as Checked
-from schedcheck.verdict.verify import verify
+from schedcheck.verdict.verify import verify, verify_pair
 
 # The grading groups in report order: the contract (C1), then the spec's worked examples
 # (every check at once: a group with no check of its own), then the other checks' groups,
@@ -55,6 +55,10 @@ UNSEARCHED = (EXAMPLES_STAGE, "test_large.py")  # their failing run is reported 
 # Runs that hang before grade tries no more of them (issue 54): the hang has failed the
 # contract already, and each further one costs a wait; the groups left are not judged.
 HUNG_RUNS = 5
+# How long a group's failure is shrunk once its search found it: a class's time goes to
+# its failing submissions' shrinking, a group each; what is left after it is smallest
+# found so far (check shrinks without bound: its counterexample may be smaller).
+SHRINKING = 5.0
 
 
 class OverBudget(BaseException):
@@ -69,8 +73,35 @@ def note(message: str) -> Failure:
     return Failure("", message)
 
 
-def failure(violation: Violation, workload: Workload, steps: int, script: Script | None) -> Failure:
-    return Failure(violation.check, str(violation), workload, steps, script)
+# What grade runs: a driver run of a workload, a stateful run of its script, or two
+# schedulers alive at once (the workload's built first, then the other's).
+Case = tuple[Workload, Script | None, Workload | None]
+
+
+def case(run: Run) -> Case:
+    return run.workload, run.script, run.other
+
+
+def failure(violation: Violation, of: Case, steps: int, said: str = "", then: str = "") -> Failure:
+    """A check's failure on a case; `said` before its message (which scheduler of two),
+    `then` after it."""
+    workload, script, other = of
+    message = said + str(violation) + then
+    return Failure(violation.check, message, workload, steps, script, other)
+
+
+def check_case(
+    worker: Isolated, of: Case, checks: tuple[str, ...], expected: Trace | None = None
+) -> tuple[Checked, str]:
+    """The verdict on a case, and what its failure's message begins with: for two
+    schedulers, the verdict of the one that broke, and which it was."""
+    workload, script, other = of
+    if other is None:
+        return verify(worker, workload, checks, script=script, expected=expected), ""
+    first, second = verify_pair(worker, workload, other, checks)
+    if first.ok and not second.ok:
+        return second, "scheduler B of two alive at once (built after A): "
+    return first, "" if first.ok else "scheduler A of two alive at once (built first): "
 
 
 @functools.cache
@@ -80,8 +111,9 @@ def reference_trace(workload: Workload) -> Trace:
     return driver.run(load_impl(), workload)
 
 
-def _key(run: Run) -> tuple[Workload, tuple[tuple[str, ...], ...] | None]:
-    return run.workload, None if run.script is None else tuple(map(tuple, run.script))
+def _key(run: Run) -> object:
+    script = None if run.script is None else tuple(map(tuple, run.script))
+    return run.workload, script, run.other
 
 
 def grade_one(
@@ -100,7 +132,7 @@ def grade_one(
     # What each distinct run needs: a workload several tests draw runs once, with the
     # union of their checks, and counts once toward the evidence.
     wanted: dict[object, tuple[str, ...]] = {}
-    judged: dict[object, Checked] = {}
+    judged: dict[object, tuple[Checked, str]] = {}
     reached: Counter[str] = Counter()
 
     def spent() -> bool:  # what the submission used, never the machine's load (Sandbox.used)
@@ -114,17 +146,15 @@ def grade_one(
         ran = sample() if judged else None
         return Entry(path, verdict, dict(checks), tuple(found), isolation, None, page_html, ran)
 
-    def judge(run: Run) -> Checked:
+    def judge(run: Run) -> tuple[Checked, str]:
         key = _key(run)
         if key not in judged:
             if spent():
                 raise OverBudget
-            lockstep = run.script is None and "R1" in wanted[key]
+            lockstep = run.script is None and run.other is None and "R1" in wanted[key]
             expected = reference_trace(run.workload) if lockstep else None
-            judged[key] = verify(
-                worker, run.workload, wanted[key], script=run.script, expected=expected
-            )
-            if all(v.check != "C1" for v in judged[key].violations):
+            judged[key] = check_case(worker, case(run), wanted[key], expected)
+            if all(v.check != "C1" for v in judged[key][0].violations):
                 reached.update(run.labels)
         return judged[key]
 
@@ -138,7 +168,7 @@ def grade_one(
         return entry(Verdict.ERROR, [note(str(e))])
     isolation = worker.isolation  # the level in effect (docs/isolation.md)
     # The first run breaking each group, what broke, and its trace's length.
-    failing: dict[str, tuple[Run, Violation, int]] = {}
+    failing: dict[str, tuple[Run, Violation, int, str]] = {}
     page_html: str | None = None
     try:
         runs = tried(size) if runs is None else runs
@@ -147,12 +177,12 @@ def grade_one(
             wanted[_key(run)] = known + tuple(c for c in run.checks if c not in known)
         checks["examples"] = GroupState.PASS
         for run in (r for r in runs if r.stage == EXAMPLES_STAGE):
-            verdict = judge(run)
+            verdict, _ = judge(run)
             mine = [v for v in verdict.violations if v.check in run.checks]
             if not mine:
                 continue
             checks["examples"] = GroupState.FAIL
-            failures.append(failure(mine[0], run.workload, len(verdict.trace.steps), run.script))
+            failures.append(failure(mine[0], case(run), len(verdict.trace.steps)))
             if mine[0].check == "C1":
                 # It cannot even run the spec's examples: nothing else can be judged.
                 checks["contract"] = GroupState.FAIL
@@ -164,18 +194,19 @@ def grade_one(
                 said = f"grading stopped trying runs after {HUNG_RUNS} of them hung: groups "
                 stopped.append(note(said + "marked 'not run' were not judged"))
                 break
-            verdict = judge(run)
+            verdict, said = judge(run)
             hangs += hung(verdict.trace)
             for v in verdict.violations:
                 if v.check in run.checks:
-                    failing.setdefault(GROUP_OF[v.check], (run, v, len(verdict.trace.steps)))
+                    found = (run, v, len(verdict.trace.steps), said)
+                    failing.setdefault(GROUP_OF[v.check], found)
         # A group only passes on evidence: most of the runs must have run to the end.
-        completed = sum(all(v.check != "C1" for v in c.violations) for c in judged.values())
+        completed = sum(all(v.check != "C1" for v in c.violations) for c, _ in judged.values())
         unfailed = GroupState.PASS if completed * 2 >= len(wanted) else GroupState.NOT_RUN
         for group in GROUPS:
             if group != "examples":
                 checks[group] = GroupState.FAIL if group in failing else unfailed
-        shrunk = [(f.workload, f.script) for f in failures if f.workload is not None]
+        shrunk = [(f.workload, f.script, f.other) for f in failures if f.workload is not None]
         for group in sorted(failing, key=list(GROUPS).index):
             failures.append(shrink(worker, group, spent, shrunk, failing[group]))
         failures += stopped
@@ -197,8 +228,8 @@ def grade_one(
                 checks[group] = GroupState.FAIL if group in failing else GroupState.NOT_RUN
         reported = {f.check for f in failures}
         unshrunk = [
-            failure(v, run.workload, steps, run.script)
-            for run, v, steps in failing.values()
+            failure(v, case(run), steps, said)
+            for run, v, steps, said in failing.values()
             if v.check not in reported
         ]
         at_budget = note(
@@ -216,8 +247,8 @@ def shrink(
     worker: Isolated,
     group: str,
     spent: Callable[[], bool],
-    shrunk: list[tuple[Workload, Script | None]],
-    found: tuple[Run, Violation, int],
+    shrunk: list[Case],
+    found: tuple[Run, Violation, int, str],
 ) -> Failure:
     """The smallest run breaking `group` that its test's search finds, narrowed to the
     group's checks, and what broke; the `found` run as it is where its test does not search
@@ -234,39 +265,46 @@ def shrink(
         if spent():
             raise OverBudget
 
-    for workload, script in shrunk:
+    for known in shrunk:
         stop()
-        verdict = confirmed(worker, workload, checks, script)
+        if known[2] is not None and "D1" in checks:
+            continue  # two schedulers have no twin run
+        verdict, said = confirmed(worker, known, checks)
         if not verdict.ok:
-            return failure(verdict.violations[0], workload, len(verdict.trace.steps), script)
-    run, violation, steps = found
+            return failure(verdict.violations[0], known, len(verdict.trace.steps), said)
+    run, violation, steps, said = found
     if run.stage in UNSEARCHED:
-        return failure(violation, run.workload, steps, run.script)
+        return failure(violation, case(run), steps, said)
     search = next(s for s in searches() if s.test == run.test)
-    narrowing = Narrowed(frozenset(checks), stop)
+    narrowing = Narrowed(frozenset(checks), stop, shrinking=ShrinkBudget(SHRINKING))
     # A search that found it ends in its failure (or Flaky, where it lost it again).
     with narrowed(narrowing), contextlib.suppress(CheckFailed, Flaky):
         search.run(worker)
     if not narrowing.failing:
         again = "; it did not fail again when run again: the submission's result depends on "
         again += "what ran before it"
-        return Failure(violation.check, str(violation) + again, run.workload, steps, run.script)
-    workload, script, _ = narrowing.failing[-1]
-    verdict = confirmed(worker, workload, checks, script)
-    if verdict.ok:  # a hang seen after a short wait that a full one does not confirm
-        return failure(violation, run.workload, steps, run.script)
-    shrunk.append((workload, script))
-    return failure(verdict.violations[0], workload, len(verdict.trace.steps), script)
+        return failure(violation, case(run), steps, said, again)
+    last = narrowing.failing[-1]
+    shrunk_case: Case = (last.workload, last.script, last.other)
+    if last.which == 1:  # B's failure: the case is told from A, built first
+        assert last.other is not None
+        shrunk_case = (last.other, None, last.workload)
+    checked, told = confirmed(worker, shrunk_case, checks)
+    if checked.ok:  # a hang seen after a short wait that a full one does not confirm
+        return failure(violation, case(run), steps, said)
+    shrunk.append(shrunk_case)
+    return failure(checked.violations[0], shrunk_case, len(checked.trace.steps), told)
+    shrunk.append(shrunk_case)
+    return failure(verdict.violations[0], shrunk_case, len(verdict.trace.steps), said)
 
 
-def confirmed(
-    worker: Isolated, workload: Workload, checks: tuple[str, ...], script: Script | None
-) -> Checked:
-    """verify(), every call waited for in full: a run reported as hung hung for the whole
-    call timeout (a search's candidates may be stopped after a short wait: Sandbox.hang_at)."""
+def confirmed(worker: Isolated, of: Case, checks: tuple[str, ...]) -> tuple[Checked, str]:
+    """check_case(), every call waited for in full: a run reported as hung hung for the
+    whole call timeout (a search's candidates may be stopped after a short wait:
+    Sandbox.hang_at)."""
     worker.strict = True
     try:
-        return verify(worker, workload, checks, script=script)
+        return check_case(worker, of, checks)
     finally:
         worker.strict = False
 

@@ -40,7 +40,9 @@ class Failure:
 
     `check` is a check's name (C1, F1, ...), or "" for a note of the grader's own. `steps`
     is the length of the failing trace on `workload` (0 when there is none); `script`, the
-    calls of a stateful run (check's stateful stage), None for a driver run.
+    calls of a stateful run (check's stateful stage), None for a driver run; `other`, the
+    second scheduler's workload where two were alive at once (`workload`'s built first;
+    the message says which broke).
     """
 
     check: str
@@ -48,6 +50,7 @@ class Failure:
     workload: Workload | None = None
     steps: int = 0
     script: Script | None = None
+    other: Workload | None = None
 
     @property
     def requests(self) -> int:
@@ -65,17 +68,20 @@ class Failure:
             data["steps"] = self.steps
         if self.script is not None:
             data["script"] = [list(call) for call in self.script]
+        if self.other is not None:
+            data["other"] = json.loads(self.other.to_json())
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Failure:
-        workload, script = data.get("workload"), data.get("script")
+        workload, script, other = data.get("workload"), data.get("script"), data.get("other")
         return cls(
             check=str(data["check"]),
             message=str(data["message"]),
             workload=None if workload is None else Workload.from_dict(workload),
             steps=int(data.get("steps", 0)),
             script=None if script is None else [[str(x) for x in call] for call in script],
+            other=None if other is None else Workload.from_dict(other),
         )
 
 

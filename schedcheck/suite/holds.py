@@ -16,12 +16,13 @@ from hypothesis import reject
 from hypothesis.control import current_build_context, currently_in_test_context
 
 from schedcheck.drive.impl import Implementation
+from schedcheck.faults import CheckFailed
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.regression import Regression
 from schedcheck.model.trace import Trace
 from schedcheck.model.workload import Script, Workload
-from schedcheck.verdict.report import replay_hints
-from schedcheck.verdict.verify import verify
+from schedcheck.verdict.report import pair_hints, pair_report, replay_hints
+from schedcheck.verdict.verify import rank, verify, verify_pair
 
 # The suite's files in the order of `check`'s stages ("!": a stage that stops at its first
 # failure). `check` and a plain `pytest --impl` run keep this order alike (ORDER).
@@ -47,14 +48,44 @@ class ShrinkBudget:
         self.since: float | None = None  # when this test's first failure was found
         self.failing: set[str] = set()  # the failing workloads, as JSON
 
-    def spent(self, workload: Workload) -> bool:
+    def spent(self, run: Workload | str) -> bool:
+        """Whether `run` (a workload, or a key of a run of other kind) is to be rejected."""
         if self.since is None or time.monotonic() - self.since <= self.seconds:
             return False
-        return workload.to_json(indent=None) not in self.failing
+        return _keyed(run) not in self.failing
 
-    def failed(self, workload: Workload) -> None:
+    def failed(self, run: Workload | str) -> None:
         self.since = time.monotonic() if self.since is None else self.since
-        self.failing.add(workload.to_json(indent=None))
+        self.failing.add(_keyed(run))
+
+
+def _keyed(run: Workload | str) -> str:
+    return run if isinstance(run, str) else run.to_json(indent=None)
+
+
+def within_budget(run: Workload | str, budget: ShrinkBudget | None = None) -> None:
+    """Reject `run` unrun once its test's shrinking budget is spent: the test's own
+    (`budget`, the larger stage's), or the one grade narrowed it with."""
+    if any(b.spent(run) for b in _budgets(budget)):
+        reject()
+
+
+def _budgets(budget: ShrinkBudget | None) -> list[ShrinkBudget]:
+    narrowing = _narrowed[-1].shrinking if _narrowed else None
+    return [b for b in (budget, narrowing) if b is not None]
+
+
+@dataclass(frozen=True)
+class Failing:
+    """A failing run, as grade's narrowed search keeps it: the workload, the script of a
+    stateful run, the other workload of two schedulers alive at once (this run's being
+    `which` of them: 0 built first), and the first violation."""
+
+    workload: Workload
+    script: Script | None
+    violation: Violation
+    other: Workload | None = None
+    which: int = 0
 
 
 @dataclass
@@ -67,7 +98,8 @@ class Narrowed:
 
     checks: frozenset[str]
     stop: Callable[[], None] = lambda: None
-    failing: list[tuple[Workload, Script | None, Violation]] = field(default_factory=list)
+    failing: list[Failing] = field(default_factory=list)
+    shrinking: ShrinkBudget | None = None  # how long a failure may be shrunk
 
 
 _narrowed: list[Narrowed] = []
@@ -90,10 +122,13 @@ def only(checks: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(c for c in checks if c in _narrowed[-1].checks)
 
 
-def failed(workload: Workload, script: Script | None, violation: Violation) -> None:
-    """Note a failing run for grade's narrowed search (nothing outside one)."""
+def failed(failing: Failing, run: Workload | str, budget: ShrinkBudget | None = None) -> None:
+    """Note a failing run (`run`: its key, as within_budget has it) for the shrinking
+    budgets, and for grade's narrowed search (nothing outside one)."""
+    for each in _budgets(budget):
+        each.failed(run)
     if _narrowed:
-        _narrowed[-1].failing.append((workload, script, violation))
+        _narrowed[-1].failing.append(failing)
 
 
 def assert_holds(
@@ -104,19 +139,40 @@ def assert_holds(
 ) -> Trace:
     """Run `checks` on `impl`; fail with the full report and a way to replay it."""
     give_way()
-    if budget is not None and budget.spent(workload):
-        reject()
+    within_budget(workload, budget)
     with in_full_when_final(impl):
         verdict = verify(impl, workload, only(checks))
     tick()
     if not verdict.ok:
         found(hang=hung(verdict.trace))
-        failed(workload, None, verdict.violations[0])
-        if budget is not None:
-            budget.failed(workload)
+        failed(Failing(workload, None, verdict.violations[0]), workload, budget)
         saved = save_failure(workload, verdict.violations[0])
         verdict.require(replay_hints(impl.label, workload, saved))
     return verdict.trace
+
+
+def assert_pair_holds(
+    impl: Implementation, pair: tuple[Workload, Workload], checks: tuple[str, ...]
+) -> None:
+    """Two schedulers alive at once (issue 47): `checks` on each one's trace; fail with the
+    report of the first that broke, saying which and showing the other one's workload.
+    A second view of what the properties check of one scheduler: it gives way to their
+    failure (a bug that one scheduler shows is better shown, and shrunk, with one)."""
+    give_way(second_view=True)
+    key = pair[0].to_json(indent=None) + pair[1].to_json(indent=None)
+    within_budget(key)
+    with in_full_when_final(impl):
+        verdicts = verify_pair(impl, *pair, only(checks))
+    tick()
+    for which, verdict in enumerate(verdicts):
+        if verdict.ok:
+            continue
+        first = verdict.violations[0]
+        found(hang=hung(verdict.trace))
+        failed(Failing(pair[which], None, first, pair[1 - which], which), key)
+        text = pair_report(which, verdict.report(), pair[1 - which])
+        hints = pair_hints(impl.label, *pair)
+        raise CheckFailed(first.check, f"\n{text}\n\n{hints}", rank(first, pair[which]))
 
 
 def tick() -> None:
@@ -181,21 +237,21 @@ def in_full_when_final(impl: Implementation) -> Iterator[None]:
         impl.strict = False
 
 
-def give_way() -> None:
-    """Skip the current test if an earlier stage (or, in a "!" stage, another test of this
-    one) has found a failure; where grade narrows the test, ask its budget. Called before
-    each example: pytest's Skipped is not an
-    Exception, and Hypothesis lets it through, shrinking or not."""
+def give_way(second_view: bool = False) -> None:
+    """Skip the current test if an earlier stage (or, in a "!" stage, or for a test that is
+    a `second_view` of what its stage's others check, another test of this one) has found a
+    failure; where grade narrows the test, ask its budget. Called before each example:
+    pytest's Skipped is not an Exception, and Hypothesis lets it through, shrinking or not."""
     if _narrowed:
         _narrowed[-1].stop()
     where, test = os.environ.get(FOUND), _current()
     if not where or not test:
         return
     try:
-        hung = Path(where, HANG).read_text()
+        hanging = Path(where, HANG).read_text()
     except OSError:
-        hung = ""
-    if hung and hung != test:
+        hanging = ""
+    if hanging and hanging != test:
         pytest.skip("another test found a hang")
     me, mine = _stage(test), hashlib.sha1(test.encode()).hexdigest()
     for stage in os.environ.get(ORDER, "").split():
@@ -207,6 +263,8 @@ def give_way() -> None:
         if name == me:
             if serial and others:
                 pytest.skip("another worked example failed")
+            if second_view and others:
+                pytest.skip("another test of this stage failed")
             return
         if others:
             pytest.skip("an earlier stage failed")

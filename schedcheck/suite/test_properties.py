@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import event, example, given, target
+from hypothesis import event, example, given, settings, target
 
 from schedcheck.drive.impl import Implementation
 from schedcheck.drive.loader import REFERENCE
@@ -18,8 +18,8 @@ from schedcheck.invariants.catalogue import ids
 from schedcheck.model.regression import load_corpus
 from schedcheck.model.workload import Workload
 from schedcheck.strategies.coverage import observation
-from schedcheck.strategies.workloads import any_workloads
-from schedcheck.suite.holds import assert_holds
+from schedcheck.strategies.workloads import any_workloads, pairs
+from schedcheck.suite.holds import assert_holds, assert_pair_holds
 
 # The checks of one run alone (C1, I1-I8, A1, F1, L1): all but those that need a second run,
 # the twin (D1) or the reference (R1), which have properties of their own below.
@@ -82,3 +82,21 @@ def test_lockstep_with_the_reference(submission: Implementation, workload: Workl
     """R1: every call returns and leaves what the reference's does."""
     label(workload)
     assert_holds(submission, workload, LOCKSTEP)
+
+
+# The checks of one run and lockstep with the reference, on each of two schedulers (no
+# twin run: D1 is the properties' above).
+TWO_ALIVE = (*INVARIANTS, "R1")
+
+
+# A third of the profile's examples: a pair costs two runs and two reference runs.
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(pair=pairs())
+def test_two_schedulers_alive_at_once(
+    impl: Implementation, pair: tuple[Workload, Workload]
+) -> None:
+    """Issue 47: two schedulers of different configurations in one process, A built whole
+    before B, their calls interleaved step by step; each holds its invariants and equals
+    the reference's run of its own workload. State kept at module or class level (a block
+    size, a pool counter, a cache) is right for one scheduler and wrong for two."""
+    assert_pair_holds(impl, pair, TWO_ALIVE)

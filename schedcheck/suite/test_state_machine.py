@@ -14,6 +14,7 @@ from schedcheck.invariants.catalogue import ids
 from schedcheck.model.workload import Script, Workload
 from schedcheck.strategies.scripts import scripts
 from schedcheck.suite.holds import (
+    Failing,
     failed,
     found,
     give_way,
@@ -21,6 +22,7 @@ from schedcheck.suite.holds import (
     in_full_when_final,
     only,
     tick,
+    within_budget,
 )
 from schedcheck.verdict.report import failure_report
 from schedcheck.verdict.verify import rank, verify
@@ -40,12 +42,14 @@ def test_state_machine(impl: Implementation, scripted: tuple[Workload, Script]) 
     give_way()
     workload, script = scripted
     played = [*script, ["finish"]]
+    key = workload.to_json(indent=None) + repr(played)
+    within_budget(key)
     with in_full_when_final(impl):
         verdict = verify(impl, workload, only(CHECKS), script=played)
     tick()
     if not verdict.ok:
         first = verdict.violations[0]
         found(hang=hung(verdict.trace))
-        failed(workload, played, first)
+        failed(Failing(workload, played, first), key)
         report = "\n" + failure_report(first, verdict.trace)
         raise CheckFailed(first.check, report, rank(first, workload))

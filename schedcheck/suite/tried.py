@@ -37,15 +37,17 @@ EXAMPLES_TEST = "test_seed_examples.py::test_worked_example"
 
 @dataclass(frozen=True)
 class Run:
-    """One run a test of check's makes: a driver run of `workload`, or a stateful run of
-    its `script`, judged by `checks`; `labels` are the hard parts the reference shows on
-    it (strategies/coverage.py; none for a stateful run, which the labels do not read)."""
+    """One run a test of check's makes: a driver run of `workload`, a stateful run of its
+    `script`, or two schedulers alive at once (`workload`'s built first, then `other`'s),
+    judged by `checks`; `labels` are the hard parts the reference shows on `workload`
+    (strategies/coverage.py; none for a stateful run, which the labels do not read)."""
 
     test: str  # the suite's test: "test_properties.py::test_invariants_hold_at_every_step"
     checks: tuple[str, ...]
     workload: Workload
     script: Script | None = None
     labels: frozenset[str] = frozenset()
+    other: Workload | None = None
 
     @property
     def stage(self) -> str:
@@ -96,6 +98,12 @@ def searches() -> tuple[Search, ...]:
             props.LOCKSTEP,
         ),
         Search(
+            "test_properties.py::test_two_schedulers_alive_at_once",
+            props.test_two_schedulers_alive_at_once,
+            "impl",
+            props.TWO_ALIVE,
+        ),
+        Search(
             "test_state_machine.py::test_state_machine",
             stateful.test_state_machine,
             "impl",
@@ -134,7 +142,7 @@ class Recorder:
     not the twin runs verify() makes of a workload for D1, which are no draw of the test."""
 
     def __init__(self, impl: Implementation | None = None) -> None:
-        self.runs: list[tuple[Workload, Script | None]] = []
+        self.runs: list[tuple[Workload, Script | None, Workload | None]] = []
         self.impl = reference() if impl is None else impl
         self.label = self.impl.label  # the reference: verify() runs no second one for R1
         self.isolation = self.impl.isolation
@@ -147,12 +155,16 @@ class Recorder:
         return self.impl.run(workload)
 
     def run_while(self, workload: Workload, meanwhile: Callable[[], _T]) -> tuple[Trace, _T]:
-        self.runs.append((workload, None))
+        self.runs.append((workload, None, None))
         return self.impl.run_while(workload, meanwhile)
 
     def play(self, workload: Workload, script: Script) -> Trace:
-        self.runs.append((workload, script))
+        self.runs.append((workload, script, None))
         return self.impl.play(workload, script)
+
+    def run_pair(self, first: Workload, second: Workload) -> tuple[Trace, Trace]:
+        self.runs.append((first, None, second))
+        return self.impl.run_pair(first, second)
 
     def stop(self) -> None:
         self.impl.stop()
@@ -174,9 +186,9 @@ def collect(examples: int, impl: Implementation | None = None) -> list[Run]:
     for search in searches():
         recorder.runs.clear()
         search.run(recorder)
-        for workload, script in recorder.runs:
+        for workload, script, other in recorder.runs:
             labels = frozenset(observe(workload)) if script is None else frozenset()
-            runs.append(Run(search.test, search.checks, workload, script, labels))
+            runs.append(Run(search.test, search.checks, workload, script, labels, other))
     return runs
 
 

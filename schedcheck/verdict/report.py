@@ -119,6 +119,35 @@ def failure_report(violation: Violation, trace: Trace, output: str = "") -> str:
     )
 
 
+def pair_report(which: int, report: str, other: Workload) -> str:
+    """A failure of one of two schedulers alive at once (issue 47): which one, and the other
+    one's workload, above its own report."""
+    me, them = ("A", "B") if which == 0 else ("B", "A")
+    built = "built first" if which == 0 else "built after A"
+    return "\n\n".join(
+        [
+            f"two schedulers alive at once: this is scheduler {me} ({built}), their calls "
+            "interleaved step by step (A's schedule(), B's schedule(), A's update(), B's "
+            f"update()); a run of it alone passes where only the other one explains it. "
+            f"Scheduler {them}'s workload:\n" + describe_workload(other),
+            report,
+        ]
+    )
+
+
+def pair_hints(path: str, first: Workload, second: Workload) -> str:
+    """How to re-run this very pair: a test to paste into a test file."""
+    test = f"""\
+def test_p07_two_schedulers():
+    from schedcheck import Workload, open_impl, verify_pair
+
+    first = Workload.from_json({first.to_json(indent=None)!r})
+    second = Workload.from_json({second.to_json(indent=None)!r})
+    for verdict in verify_pair(open_impl({path!r}), first, second, ("C1", "R1")):
+        assert verdict.ok, verdict.report()"""
+    return "to re-run exactly these two, paste this test into a test file:\n" + _indent(test)
+
+
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.rstrip().splitlines())
 

@@ -75,6 +75,36 @@ def verify(
     return Verdict(trace, check_trace(trace, expected, twin, only=checks), output)
 
 
+def verify_pair(
+    impl: Implementation,
+    first: Workload,
+    second: Workload,
+    checks: tuple[str, ...],
+    lockstep: bool | None = None,
+) -> tuple[Verdict, Verdict]:
+    """Two schedulers of `impl` alive at once (issue 47: driver.run_pair), each trace judged
+    by `checks` against a reference run of its own workload (R1). Where a call of one
+    broke the contract, the other's run stopped with it: only the one that broke is
+    judged (the other's trace ends early by no doing of its own). No twin run: D1 is no
+    check of a pair."""
+    if lockstep is None:
+        lockstep = impl.label != REFERENCE
+    assert not any(CATALOGUE[c].needs_twin for c in checks), "a pair has no twin run"
+    reference = lockstep and any(CATALOGUE[c].needs_reference for c in checks)
+    traces = impl.run_pair(first, second)
+    stopped = any(trace.failure is not None for trace in traces)
+    verdicts = []
+    for trace in traces:
+        if stopped and trace.failure is None:
+            verdicts.append(Verdict(trace, [], impl.output))
+            continue
+        expected = run(load_impl(), trace.workload) if reference else None
+        if expected is not None and expected.failure is not None:
+            raise CheckerError(f"the reference failed on this workload: {expected.failure}")
+        verdicts.append(Verdict(trace, check_trace(trace, expected, only=checks), impl.output))
+    return verdicts[0], verdicts[1]
+
+
 def rank(violation: Violation, workload: Workload) -> tuple[int, int, int]:
     """How informative a failure is to read, smaller first: the earliest step it shows at,
     then the fewest requests, then the fewest tokens (Workload.size)."""

@@ -353,3 +353,18 @@ def test_a_failure_that_does_not_recur_is_reported_as_it_was_seen(tmp_path: Path
     seen = next(f for f in entry.failures if "did not fail again" in f.message)
     assert "'NoneType' object" in seen.message and seen.workload is not None, seen
     assert entry.checks[GROUP_OF[seen.check]] is GroupState.FAIL, entry.checks
+
+
+@pytest.mark.heavy
+def test_grade_fails_state_two_schedulers_share() -> None:
+    """Issue 47: a block size kept in a module global is right for one scheduler at a time
+    and wrong for two; grade makes check's runs of two schedulers alive at once, and its
+    counterexample names both workloads (report.json's `other`)."""
+    path = standalone(ROOT / "tests" / "mutants" / "block_size_module_global.py")
+    entry = grade_one(str(path), Limits(), budget=300.0)
+    assert entry.verdict is Verdict.FAIL, entry
+    pair = next(f for f in entry.failures if f.other is not None)
+    assert "two alive at once" in pair.message and pair.workload is not None, pair
+    assert pair.workload.config != pair.other.config
+    data = pair.to_dict()
+    assert Failure.from_dict(data) == pair and "other" in data

@@ -19,6 +19,7 @@ from schedcheck.model.workload import Config, Request, Workload
 from schedcheck.suite.holds import (
     FOUND,
     ORDER,
+    Failing,
     Narrowed,
     ShrinkBudget,
     assert_holds,
@@ -62,11 +63,11 @@ def test_grade_narrows_a_test_to_one_groups_checks_and_keeps_its_failures() -> N
     with narrowed(narrowing):
         assert only(("C1", "I1", "R1")) == ("I1",)
         give_way()
-        failed(EXAMPLES["example1"], None, violation)
+        failed(Failing(EXAMPLES["example1"], None, violation), EXAMPLES["example1"])
     assert only(("C1", "I1")) == ("C1", "I1")
     give_way()
-    failed(EXAMPLES["example2"], None, violation)
-    assert stops == [1] and narrowing.failing == [(EXAMPLES["example1"], None, violation)]
+    failed(Failing(EXAMPLES["example2"], None, violation), EXAMPLES["example2"])
+    assert stops == [1] and narrowing.failing == [Failing(EXAMPLES["example1"], None, violation)]
 
 
 def test_a_narrowed_property_fails_only_by_the_groups_checks() -> None:
@@ -77,7 +78,7 @@ def test_a_narrowed_property_fails_only_by_the_groups_checks() -> None:
     workload = Workload(one_seat, (Request("a1", 1, 1), Request("a2", 1, 1)))
     with narrowed(Narrowed(frozenset({"I8"}))) as narrowing, pytest.raises(CheckFailed):
         assert_holds(ignores, workload, ("C1", "I1", "I8"))
-    assert [v.check for _, _, v in narrowing.failing] == ["I8"]
+    assert [f.violation.check for f in narrowing.failing] == ["I8"]
     with narrowed(Narrowed(frozenset({"I1"}))):
         assert_holds(ignores, workload, ("C1", "I1", "I8"))
 
@@ -103,5 +104,29 @@ def test_a_hang_makes_every_other_test_give_way(
         running("test_properties.py", other)
         with pytest.raises(pytest.skip.Exception, match="hang"):
             give_way()
+    finally:
+        running("", "")
+
+
+def test_two_schedulers_give_way_to_a_failure_of_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The property of two schedulers alive at once is a second view of its stage: once
+    another property found a failure, it is skipped; the others are not (by it or by each
+    other)."""
+    monkeypatch.setenv(FOUND, str(tmp_path))
+    monkeypatch.setenv(ORDER, "test_seed_examples.py! test_properties.py test_large.py")
+    one = "schedcheck/suite/test_properties.py::test_invariants_hold_at_every_step"
+    two = "schedcheck/suite/test_properties.py::test_two_schedulers_alive_at_once"
+    try:
+        running("test_properties.py", two)
+        give_way(second_view=True)  # nothing found yet
+        found()
+        running("test_properties.py", one)
+        give_way()  # the pair's failure stops no other property
+        found()
+        running("test_properties.py", two)
+        with pytest.raises(pytest.skip.Exception, match="another test of this stage"):
+            give_way(second_view=True)
     finally:
         running("", "")
