@@ -15,6 +15,7 @@ from schedcheck.drive.standalone import (
 )
 
 __all__ = [
+    "HANGING",
     "ROOT",
     "found_by_the_larger_stage",
     "found_by_two_schedulers",
@@ -25,6 +26,16 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
+# The mutants whose bug is a hang: run isolated (a call timeout stops them), never in
+# process, where their loop would be the test run's own.
+HANGING = frozenset(
+    {
+        "infinite_loop_full_house",
+        "hang_phase1_retry_never_preempts",
+        "hang_phase2_admits_without_progress",
+        "hang_update_frees_block_by_block",
+    }
+)
 
 
 if __name__ == "__main__":  # python -m tests.catalogue FILE...: print their standalone paths

@@ -48,6 +48,8 @@ class Isolated(Sandbox):
     """A submission file run in a worker of its own (the P07 worker, schedcheck/drive/
     worker.py): `run` and `play` give traces."""
 
+    dumps_stack = True  # drive/worker.py installs sandbox/stack.py's handler
+
     def __init__(
         self,
         path: str | Path,

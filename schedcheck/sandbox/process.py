@@ -154,6 +154,10 @@ class Sandbox:
     """Code under test (a submission file, an engine's sources folder) run in a worker
     process of its own, in a box; what the worker runs is `worker`, a module's name."""
 
+    # Whether the worker dumps its stack on stack.SIGNAL (a P07 worker does: drive/
+    # worker.py). An engine's does not, and the signal's default would end it: not sent.
+    dumps_stack = False
+
     def __init__(
         self,
         path: str | Path,
@@ -463,7 +467,7 @@ class Sandbox:
         frames in the code under test, as the report says them. ((), "") where it does not
         answer within a quarter second."""
         pid, out = self.worker_pid(), self._out
-        if pid is None or out is None:
+        if pid is None or out is None or not self.dumps_stack:
             return (), ""
         samples = []
         for _ in range(SAMPLES):

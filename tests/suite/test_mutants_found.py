@@ -32,7 +32,12 @@ from schedcheck.strategies.large import big, long
 from schedcheck.strategies.workloads import pairs
 from schedcheck.suite.test_properties import TWO_ALIVE
 from schedcheck.verdict.verify import verify_pair
-from tests.catalogue import found_by_the_larger_stage, found_by_two_schedulers, standalone
+from tests.catalogue import (
+    HANGING,
+    found_by_the_larger_stage,
+    found_by_two_schedulers,
+    standalone,
+)
 from tests.helpers import ROOT, rotation_day
 
 MUTANTS = ROOT / "tests" / "mutants"
@@ -47,7 +52,7 @@ OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself f
 _QUICK = [
     name
     for name in NAMES
-    if name != "infinite_loop_full_house" and not found_by_the_larger_stage(MUTANTS / f"{name}.py")
+    if name not in HANGING and not found_by_the_larger_stage(MUTANTS / f"{name}.py")
 ]
 ROTATING = {_QUICK[(3 * rotation_day() + k) % len(_QUICK)] for k in range(3)}
 # Of those, the one graded as well in the default run (grading a failing file shrinks each
@@ -70,11 +75,7 @@ def test_catalogue_has_at_least_25_mutants() -> None:
 # A hang costs one call timeout per shrinking step. A quarter second is ample for the
 # microseconds a call takes here, and a busy machine cannot turn it into a false hang: a
 # call that is only waiting for a core is not timed out (schedcheck/sandbox/process.py).
-HANGS = {
-    name: Limits(call_timeout=0.25)
-    for name in NAMES
-    if name == "infinite_loop_full_house" or name.startswith("hang_")
-}
+HANGS = {name: Limits(call_timeout=0.25) for name in HANGING}
 
 
 # The larger stage's search, as `check` runs it (without its shrinking, which costs a run
