@@ -4,6 +4,7 @@ And grade's narrowing of a test to one group's checks (issue 56)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,50 +84,53 @@ def test_a_narrowed_property_fails_only_by_the_groups_checks() -> None:
         assert_holds(ignores, workload, ("C1", "I1", "I8"))
 
 
-def test_a_hang_makes_every_other_test_give_way(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def a_check_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """What `schedcheck check` sets for its stages (FOUND, ORDER); the running test named
+    by each test itself, and forgotten after it."""
+    monkeypatch.setenv(FOUND, str(tmp_path))
+    monkeypatch.setenv(ORDER, "test_seed_examples.py! test_properties.py test_large.py")
+    try:
+        yield
+    finally:
+        running("", "")
+
+
+PROPERTY = "schedcheck/suite/test_properties.py::"
+
+
+@pytest.mark.usefixtures("a_check_run")
+def test_a_hang_makes_every_other_test_give_way() -> None:
     """Issue 54: one test's hang is shrunk, not three at once: once a test says its run
     hung, every other test (of any stage) is skipped before its next example; the test
     that hung goes on; a failure that is no hang stops no test of its own stage."""
-    monkeypatch.setenv(FOUND, str(tmp_path))
-    monkeypatch.setenv(ORDER, "test_seed_examples.py! test_properties.py test_large.py")
-    first = "schedcheck/suite/test_properties.py::test_invariants_hold_at_every_step"
-    other = "schedcheck/suite/test_properties.py::test_lockstep_with_the_reference"
-    try:
-        running("test_properties.py", first)
-        found()  # a failure, no hang: the other property goes on
-        running("test_properties.py", other)
+    first = PROPERTY + "test_invariants_hold_at_every_step"
+    other = PROPERTY + "test_lockstep_with_the_reference"
+    running("test_properties.py", first)
+    found()  # a failure, no hang: the other property goes on
+    running("test_properties.py", other)
+    give_way()
+    running("test_properties.py", first)
+    found(hang=True)
+    give_way()  # the one that hung goes on shrinking
+    running("test_properties.py", other)
+    with pytest.raises(pytest.skip.Exception, match="hang"):
         give_way()
-        running("test_properties.py", first)
-        found(hang=True)
-        give_way()  # the one that hung goes on shrinking
-        running("test_properties.py", other)
-        with pytest.raises(pytest.skip.Exception, match="hang"):
-            give_way()
-    finally:
-        running("", "")
 
 
-def test_two_schedulers_give_way_to_a_failure_of_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("a_check_run")
+def test_two_schedulers_give_way_to_a_failure_of_one() -> None:
     """The property of two schedulers alive at once is a second view of its stage: once
     another property found a failure, it is skipped; the others are not (by it or by each
     other)."""
-    monkeypatch.setenv(FOUND, str(tmp_path))
-    monkeypatch.setenv(ORDER, "test_seed_examples.py! test_properties.py test_large.py")
-    one = "schedcheck/suite/test_properties.py::test_invariants_hold_at_every_step"
-    two = "schedcheck/suite/test_properties.py::test_two_schedulers_alive_at_once"
-    try:
-        running("test_properties.py", two)
-        give_way(second_view=True)  # nothing found yet
-        found()
-        running("test_properties.py", one)
-        give_way()  # the pair's failure stops no other property
-        found()
-        running("test_properties.py", two)
-        with pytest.raises(pytest.skip.Exception, match="another test of this stage"):
-            give_way(second_view=True)
-    finally:
-        running("", "")
+    one = PROPERTY + "test_invariants_hold_at_every_step"
+    two = PROPERTY + "test_two_schedulers_alive_at_once"
+    running("test_properties.py", two)
+    give_way(second_view=True)  # nothing found yet
+    found()
+    running("test_properties.py", one)
+    give_way()  # the pair's failure stops no other property
+    found()
+    running("test_properties.py", two)
+    with pytest.raises(pytest.skip.Exception, match="another test of this stage"):
+        give_way(second_view=True)
