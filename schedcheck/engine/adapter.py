@@ -49,6 +49,7 @@ class Features:
     # multiple of 256, and `len(seq) % block_size == 1` never fires at 1); SGLang's default
     # page is 1
     block_sizes: tuple[int, int] = (2, 4)
+    block_step: int = 1  # the sizes drawn are those of the range that are multiples of it
     headroom: Headroom = NO_HEADROOM  # what its intake asks of the pool beyond a request's KV
     # its token budget is a whole number of blocks (SGLang's launcher asserts
     # chunked_prefill_size divisible by page_size)
@@ -57,6 +58,9 @@ class Features:
     # stop tokens too (`_check_token_based_finish` returns first), so none are drawn there
     stops_when_ignoring_eos: bool = True
     conservativeness: bool = False  # SGLang's schedule_conservativeness, drawn below 1
+    # requests that ignore eos (SamplingParams.ignore_eos): a fork's SamplingParams may
+    # not have it (EngineSetup.lacks), and then no request asks for it
+    ignore_eos: bool = True
 
 
 PLAIN = Features()
@@ -85,12 +89,27 @@ class EngineSetup:
     # the block sizes this setup runs with, where fewer than its adapter's features say
     # (SGLang before 0.5.22: pages of 1, its paged allocator having no CPU path); () all
     block_sizes: tuple[int, ...] = ()
+    # features of its adapter's (Features' flags, by name) this engine does not have: a
+    # fork's SamplingParams without ignore_eos
+    lacks: tuple[str, ...] = ()
+    # what trial runs showed before the search (Adapter.settle), in the adapter's words:
+    # its header prints them
+    settled: tuple[str, ...] = ()
 
     def features(self, features: Features) -> Features:
         """Its adapter's features, narrowed to what this setup runs with."""
-        if not self.block_sizes:
-            return features
-        return replace(features, block_sizes=(min(self.block_sizes), max(self.block_sizes)))
+        if self.block_sizes:
+            low, high = min(self.block_sizes), max(self.block_sizes)
+            step = 1
+            if len(self.block_sizes) > 1 and tuple(sorted(self.block_sizes)) != tuple(
+                range(low, high + 1)
+            ):
+                step = low  # a size and its multiples (a fork's own assert: settle.py)
+                if tuple(sorted(self.block_sizes)) != tuple(range(low, high + 1, step)):
+                    raise ValueError(f"block sizes {self.block_sizes}: not a range or multiples")
+            features = replace(features, block_sizes=(low, high), block_step=step)
+        lacked: dict[str, Any] = dict.fromkeys(self.lacks, False)
+        return replace(features, **lacked)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +124,8 @@ class EngineSetup:
             "modes": list(self.modes),
             "reaches": list(self.reaches),
             "block_sizes": list(self.block_sizes),
+            "lacks": list(self.lacks),
+            "settled": list(self.settled),
         }
 
     @classmethod
@@ -121,6 +142,8 @@ class EngineSetup:
             tuple(map(str, data.get("modes", ("",)))),
             tuple(map(str, data.get("reaches", ()))),
             tuple(map(int, data.get("block_sizes", ()))),
+            tuple(map(str, data.get("lacks", ()))),
+            tuple(map(str, data.get("settled", ()))),
         )
 
     @property
@@ -198,6 +221,15 @@ class Adapter(Protocol):
         (E6, exit 1) or the user's setup (exit 2)."""
         ...
 
-    def undrivable(self, shown: str, why: str) -> str:
+    def undrivable(self, setup: EngineSetup, why: str) -> str:
         """The usage error's words when a run finds it cannot be driven."""
+        ...
+
+    def settle(
+        self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]
+    ) -> EngineSetup:
+        """`setup` as trial runs (`run`, in its worker) show it can be run, once it is loaded:
+        what its text could not tell (nano-vllm: the block sizes a fork accepts, its own
+        step given up for schedcheck's loop where it cannot be built); its header says
+        what changed (EngineSetup.settled)."""
         ...

@@ -202,8 +202,7 @@ def engine_command(args: argparse.Namespace) -> int:
     if args.prefill:
         options.append(f"--prefill={args.prefill}")
     shown = adapter.shown(setup)
-    features = setup.features(adapter.features)
-    engine: Runs
+    engine: IsolatedEngine | LocalEngine
     try:
         if args.in_process:
             engine = LocalEngine(adapter, setup)
@@ -217,6 +216,13 @@ def engine_command(args: argparse.Namespace) -> int:
         return adapter.not_loaded(shown, str(e))
     except Exception as e:  # its import raised here (--in-process): the engine's, not ours
         return adapter.not_loaded(shown, f"{type(e).__name__}: {e}")
+    try:
+        setup = adapter.settle(setup, engine.run)
+    except BaseException:
+        engine.stop()
+        raise
+    engine.use(setup)
+    features = setup.features(adapter.features)
     print(f"engine: {shown}")
     for line in adapter.header(setup):
         print(line)
@@ -227,12 +233,13 @@ def engine_command(args: argparse.Namespace) -> int:
             return replay(
                 engine, shown, args.replay, checks, features, setup.modes, setup.block_sizes
             )
-        chunked, how = adapter.prefill(lambda: chunks_prefills(engine), args.prefill)
+        smallest = features.block_sizes[0]
+        chunked, how = adapter.prefill(lambda: chunks_prefills(engine, smallest), args.prefill)
         if how is not None:
             print(how)
         found = search_engine(engine, args.examples, checks, chunked, features, setup.modes)
     except Undrivable as e:
-        print(f"schedcheck engine: {adapter.undrivable(shown, str(e))}", file=sys.stderr)
+        print(f"schedcheck engine: {adapter.undrivable(setup, str(e))}", file=sys.stderr)
         return faults.USAGE
     finally:
         engine.stop()
@@ -293,6 +300,8 @@ def unsupported(
         or not any(r.abort_in_step for r in workload.requests),
         "a schedule_conservativeness": features.conservativeness
         or workload.config.conservativeness == 1.0,
+        "a request that ignores eos": features.ignore_eos
+        or not any(r.ignore_eos for r in workload.requests),
         "stop tokens on a request that ignores eos": features.stops_when_ignoring_eos
         or not any(r.stop and r.ignore_eos for r in workload.requests),
     }

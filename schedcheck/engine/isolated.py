@@ -48,6 +48,10 @@ class IsolatedEngine:
     def output(self) -> str:
         return self.worker.output
 
+    def use(self, setup: EngineSetup) -> None:
+        """Run with `setup` from now on (what its adapter settled after trial runs)."""
+        self.setup, self.traits = setup, self.adapter.traits(setup)
+
     def run(self, workload: EngineWorkload) -> EngineTrace:
         most = self.adapter.calls(workload)
         return run_in(self.worker, workload, self.traits, most, setup=self.setup.to_dict())

@@ -18,6 +18,10 @@ class LocalEngine:
         self.traits: Traits = adapter.traits(setup)
         self.loaded = adapter.load(setup)  # raises what its import raised: the engine's fault
 
+    def use(self, setup: EngineSetup) -> None:
+        """Run with `setup` from now on (what its adapter settled after trial runs)."""
+        self.setup, self.traits = setup, self.adapter.traits(setup)
+
     def run(self, workload: EngineWorkload) -> EngineTrace:
         return self.loaded.run(workload, self.setup, None)
 

@@ -28,13 +28,15 @@ class Search:
     failure: tuple[EngineWorkload, EngineVerdict] | None = None
 
 
-def chunks_prefills(engine: Runs) -> bool:
+def chunks_prefills(engine: Runs, block_size: int = 2) -> bool:
     """Whether the engine splits a prompt longer than the budget over steps (probed: one
-    6-token prompt under a 4-token budget). An engine that does not chunk cannot admit
-    such a prompt at all, so its workloads keep the budget over every prefill."""
+    6-token prompt under a 4-token budget, in blocks of `block_size`, one it runs with).
+    An engine that does not chunk cannot admit such a prompt at all, so its workloads keep
+    the budget over every prefill."""
     if engine.traits.runner.span == "rest":
         return False  # its runner computes every prefill to the end
-    probe = EngineWorkload(EngineConfig(8, 2, 1, 4), (EngineRequest("r1", (1, 2) * 3, 1),), 2)
+    config = EngineConfig(8, block_size, 1, 4)
+    probe = EngineWorkload(config, (EngineRequest("r1", (1, 2) * 3, 1),), 2)
     try:
         trace = verify_engine(engine, probe).trace
     except Undrivable:
@@ -57,7 +59,7 @@ def search_engine(
     found = Search()
     start = time.monotonic()
     if chunked is None:
-        chunked = chunks_prefills(engine)
+        chunked = chunks_prefills(engine, features.block_sizes[0])
 
     def fails(workload: EngineWorkload) -> bool:
         verdict = verify_engine(engine, workload, checks)

@@ -70,7 +70,8 @@ def labels(
         (CAPPED, features.caps),
     )
     shown = tuple(mode_label(m) for m in modes) if len(modes) > 1 else ()
-    return (*LABELS, *(label for label, has in extra if has), *reaches, *shown)
+    base = tuple(label for label in LABELS if features.ignore_eos or label != IGNORED_EOS)
+    return (*base, *(label for label, has in extra if has), *reaches, *shown)
 
 
 def mode_label(mode: str) -> str:
@@ -106,13 +107,19 @@ def engine_workloads(
             f"r{i}",
             tuple(prompt or [1]),
             draw(st.integers(1, features.max_tokens)),
-            draw(st.booleans()),
+            draw(st.booleans()) if features.ignore_eos else False,
             arrival,
         )
         request = _extras(draw, request, vocab, features)
         requests.append(request)
     # the engine's block sizes (nano-vllm never sees a block of one token)
-    block_size = draw(st.integers(*features.block_sizes))
+    low, high = features.block_sizes
+    step = features.block_step
+    block_size = (
+        draw(st.integers(low, high))
+        if step == 1
+        else step * draw(st.integers(low // step, high // step))
+    )
     need = max(r.peak_blocks(block_size, features.headroom) for r in requests)
     seqs = draw(st.integers(1, 4))
     # An engine that does not chunk prefills admits no prompt over the budget (nano-vllm

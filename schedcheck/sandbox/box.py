@@ -5,9 +5,11 @@ needs and before it reads the submission. What it can have depends on the machin
 level says which (docs/isolation.md):
 
 - `full`: root and namespaces. A PID namespace whose init ends with the worker, so that
-  nothing it started survives it, however detached; an empty network namespace (loopback
-  down: no connection anywhere); a mount namespace and a root of its own (a tmpfs holding
-  an empty /tmp: no file of the machine's is in view); its own uid, which no account and no
+  nothing it started survives it, however detached; a network namespace of its own with
+  only its loopback, up (a connection reaches nothing but the box itself: an engine that
+  binds a port while it is built, as nano-vllm's derivatives do, can); a mount namespace
+  and a root of its own (a tmpfs holding an empty /tmp and an /etc/hosts naming localhost:
+  no file of the machine's is in view); its own uid, which no account and no
   other box uses, so it can signal, read or write no other box; a process limit on that
   uid (a fork bomb fails alone) and a CPU-time limit.
 - `uid`: root without namespaces: the own uid, a root of its own (a folder, chroot) and the
@@ -19,14 +21,17 @@ level says which (docs/isolation.md):
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import resource
 import signal
+import socket
+import struct
 from dataclasses import dataclass
 
 # What each isolation level is, in a line (docs/isolation.md has the table).
 LEVELS = {
-    "full": "a uid of its own, its own PID, mount and network namespaces",
+    "full": "a uid of its own, its own PID, mount and network namespaces, loopback only",
     "uid": "a uid of its own, no namespaces on this machine",
     "process": "a process of your own user: not root, so no uid of its own",
     "none": "in this very process (--in-process: trusted code only)",
@@ -36,6 +41,8 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x4000, 1 << 18, 0x2, 0x4
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
+HOSTS = "127.0.0.1 localhost\n::1 localhost\n"  # the box's /etc/hosts
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ def enter(uid: int | None, workdir: str, limits: BoxLimits, namespaces: bool = T
     except OSError:
         pass  # a container without the capability, a kernel without namespaces
     if level == "full":
+        loopback_up()
+    if level == "full":
         _wait_for(os.fork())  # the child is init of the new PID namespace
     _own_root(workdir, level == "full", limits.tmp)
     if level == "full":
@@ -90,6 +99,17 @@ def enter(uid: int | None, workdir: str, limits: BoxLimits, namespaces: bool = T
     os.setgid(uid)
     os.setuid(uid)
     return level
+
+
+def loopback_up() -> None:
+    """Bring the new network namespace's loopback up (it starts down): what the box binds
+    or connects to on it is the box itself, so nothing outside is reachable, and an engine
+    that looks for a free port while it is built finds one."""
+    ifreq = struct.Struct("16sh22x")  # struct ifreq: the name, then ifr_flags
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        got = fcntl.ioctl(s, SIOCGIFFLAGS, ifreq.pack(b"lo", 0))
+        flags = ifreq.unpack(got)[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, ifreq.pack(b"lo", flags | IFF_UP))
 
 
 def _wait_for(child: int) -> None:
@@ -126,6 +146,9 @@ def _own_root(workdir: str, mount: bool, size: int) -> None:
     tmp = os.path.join(root, "tmp")
     os.mkdir(tmp)
     os.chmod(tmp, 0o1777)
+    os.mkdir(os.path.join(root, "etc"), 0o755)
+    with open(os.path.join(root, "etc", "hosts"), "w") as hosts:
+        hosts.write(HOSTS)  # `localhost` resolves to the box's own loopback
     os.chroot(root)
     os.chdir("/tmp")
 

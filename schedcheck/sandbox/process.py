@@ -477,9 +477,8 @@ class Sandbox:
             except OSError:
                 break
             deadline = time.monotonic() + 0.25
-            while stack.HEADER not in out.since(mark) and time.monotonic() < deadline:
+            while not stack.complete(out.since(mark)) and time.monotonic() < deadline:
                 time.sleep(0.002)
-            time.sleep(0.005)  # the dump is written at once: let its frames land
             frames = stack.ours(stack.parse(out.since(mark)), self._copy)
             if not frames:
                 break

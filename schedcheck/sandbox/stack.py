@@ -18,7 +18,18 @@ import re
 import signal
 from typing import NamedTuple
 
-__all__ = ["HEADER", "SIGNAL", "Frame", "describe", "install", "loop", "ours", "parse", "strip"]
+__all__ = [
+    "HEADER",
+    "SIGNAL",
+    "Frame",
+    "complete",
+    "describe",
+    "install",
+    "loop",
+    "ours",
+    "parse",
+    "strip",
+]
 
 SIGNAL = signal.SIGUSR1
 HEADER = "Stack (most recent call first):"
@@ -50,6 +61,26 @@ def parse(text: str) -> list[Frame]:
             break
         frames.append(Frame(found[1], int(found[2]), found[3]))
     return frames
+
+
+def complete(text: str) -> bool:
+    """Whether the last dump in `text` has landed whole: it reached the worker's outermost
+    frame (its `<module>`, under runpy's `_run_module_as_main`), or faulthandler's "  ..."
+    where it cut a deep stack short. faulthandler writes a frame at a time: a worker
+    descheduled in the middle of its dump (a loaded machine) leaves a dump without its
+    outer frames for a while, and two such samples share no outermost function."""
+    at = text.rfind(HEADER)
+    if at < 0:
+        return False
+    for line in text[at + len(HEADER) :].splitlines()[1:]:
+        if line == "  ...":
+            return True
+        found = _FRAME.match(line)
+        if found is None:
+            return False
+        if found[3] in ("<module>", "_run_module_as_main"):
+            return True
+    return False
 
 
 def strip(text: str) -> str:

@@ -26,7 +26,7 @@ from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
 from schedcheck.engine.nanovllm.config import detect_runner, loops_line, read_config, read_setup
 from schedcheck.engine.nanovllm.copyout import status
 from schedcheck.engine.search import search_engine
-from schedcheck.engine.strategies import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT
+from schedcheck.engine.strategies import CHUNKED, EOS_FINISH, FREE_BLOCK_HIT, IGNORED_EOS, labels
 from schedcheck.engine.trace import Block, Pool
 from schedcheck.engine.verdict import Undrivable, verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
@@ -359,17 +359,83 @@ def test_without_torch_a_whole_checkout_runs_schedcheck_s_loop_and_says_why(
     """Its own step needs torch: where it is missing, the default is schedcheck's loop, the
     report's loop line says why, and asking for the own step is a usage error."""
     whole = str(checkout(whole=True))
+    _no_torch(monkeypatch)
+    setup = read_setup(whole)
+    assert setup.modes == ("scheduler",)
+    assert "not its own step: torch is not installed here" in loops_line(setup)
+    with pytest.raises(SetupError, match="own step cannot be driven: torch is not installed"):
+        read_setup(whole, loop="own")
+
+
+def _no_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
         lambda name, *a, **k: None if name == "torch" else real(name, *a, **k),
     )
-    setup = read_setup(whole)
-    assert setup.modes == ("scheduler",)
-    assert "not its own step: torch is not installed here" in loops_line(setup)
-    with pytest.raises(SetupError, match="own step cannot be driven: torch is not installed"):
-        read_setup(whole, loop="own")
+
+
+BARE_LIST = "\n\n_s = Scheduler.schedule\nScheduler.schedule = lambda self: _s(self)[0]\n"
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["whole-engine", "scheduling-code-only"])
+def test_without_torch_what_its_loop_cannot_drive_says_whether_its_own_step_could(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    whole: bool,
+) -> None:
+    """A fork of another shape than schedcheck's loop drives: exit 2, and where its whole
+    engine is there, the message says its own step would drive it with torch (issue 53)."""
+    root = tmp_path / "checkout"
+    shutil.copytree(checkout(whole=whole), root)
+    scheduler = root / "nanovllm" / "engine" / "scheduler.py"
+    scheduler.write_text(scheduler.read_text() + BARE_LIST)
+    _no_torch(monkeypatch)
+    capfd.readouterr()
+    assert main(["engine", str(root), "--in-process"]) == faults.USAGE
+    err = capfd.readouterr().err
+    assert "a mixed batch" in err, err
+    assert ("its own step (--loop own)" in err and "needs torch" in err) == whole, err
+
+
+PARAMS_WITHOUT_IGNORE_EOS = """from dataclasses import dataclass
+
+
+@dataclass
+class SamplingParams:
+    temperature: float = 1.0
+    max_tokens: int = 64
+    ignore_eos = False  # not a field: every request stops at eos
+"""
+
+
+def test_a_sampling_params_without_ignore_eos_gets_no_request_that_ignores_eos(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """pradsgit's SamplingParams takes temperature and max_tokens only: its setup lacks the
+    feature, no workload draws it, the header says so, and a saved workload that has it is
+    not valid input (was E6 on every workload drawing it: schedcheck's own keyword)."""
+    root = fork(tmp_path)
+    (root / "nanovllm" / "sampling_params.py").write_text(PARAMS_WITHOUT_IGNORE_EOS)
+    setup = read_setup(str(root))
+    assert setup.lacks == ("ignore_eos",)
+    assert read_setup(str(CORRECT)).lacks == ()
+    features = setup.features(NANO.features)
+    assert not features.ignore_eos and IGNORED_EOS not in labels(features)
+    found = search_engine(LocalEngine(NANO, setup), examples=60, features=features)
+    assert found.failure is None and found.examples == 60, found.failure
+    capfd.readouterr()
+    assert main(["engine", str(root), "--in-process", "--examples", "20"]) == faults.PASS
+    out = capfd.readouterr().out
+    assert "SamplingParams takes no ignore_eos: no request ignores eos" in out, out
+    assert IGNORED_EOS not in out, out
+    saved = tmp_path / "ignores.json"
+    ignoring = dataclasses.replace(R1, ignore_eos=True)
+    saved.write_text(EngineWorkload(EngineConfig(4, 2, 1, 4), (ignoring,)).to_json())
+    assert main(["engine", str(root), "--in-process", "--replay", str(saved)]) == faults.USAGE
+    assert "a request that ignores eos, which this engine's adapter" in capfd.readouterr().err
 
 
 CONFIG_WITH_A_HELPER = """from dataclasses import dataclass

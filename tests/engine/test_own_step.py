@@ -249,9 +249,12 @@ class ModelRunner(_ModelRunner):
 '''
 
 
-def test_an_engine_that_cannot_be_built_on_a_cpu_is_no_verdict(tmp_path: Path) -> None:
-    """A GPU step in its runner's set-up that schedcheck does not leave out: exit 2, naming
-    the line, never a FAIL (its code may well be right)."""
+def test_an_engine_that_cannot_be_built_on_a_cpu_is_no_verdict(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A GPU step in its runner's set-up that schedcheck does not leave out: never a FAIL
+    (its code may well be right). Its own step asked for: exit 2, naming the line; by
+    default schedcheck's loop drives its scheduler instead, and the report says why."""
     needs_torch()
     source = tmp_path / "gpu_setup.py"
     source.write_text(GPU_SETUP)
@@ -259,7 +262,111 @@ def test_an_engine_that_cannot_be_built_on_a_cpu_is_no_verdict(tmp_path: Path) -
     local = LocalEngine(NANO, read_setup(str(root)))
     with pytest.raises(Undrivable, match=r"could not be built on a CPU.*make_stream"):
         verify_engine(local, workload(request("r1", 1)))
-    assert main(["engine", str(root), "--examples", "5"]) == faults.USAGE
+    capfd.readouterr()
+    assert main(["engine", str(root), "--examples", "5", "--loop", "own"]) == faults.USAGE
+    assert "make_stream" in capfd.readouterr().err
+    assert main(["engine", str(root), "--examples", "5"]) == faults.PASS
+    loop = next(x for x in capfd.readouterr().out.splitlines() if x.startswith("loop:"))
+    assert loop.startswith("loop: scheduler (") and "not its own step" in loop, loop
+    assert "make_stream" in loop, loop
+
+
+def shape_root(name: str) -> Path:
+    return checkout(ENGINE.parent / "engine_shapes" / f"{name}.py", whole=True)
+
+
+def report(args: list[str], capfd: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capfd.readouterr()
+    code = main(args)
+    return code, capfd.readouterr().out
+
+
+def test_a_runner_that_sizes_its_cache_from_cuda_memory_is_built_with_the_workload_s_pool(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """torch.cuda's memory queries answer (a device of DEVICE_MEMORY bytes, all free); the
+    count the runner writes into the Config is put back to the workload's before its
+    Scheduler reads it (AppleEgg-169's and pradsgit's, once exit 2)."""
+    needs_torch()
+    local = LocalEngine(NANO, read_setup(str(shape_root("sizes_cache_in_init"))))
+    w = workload(request("r1", 1, 2, 1), request("r2", 1, 2, 2), blocks=3)
+    verdict = verify_engine(local, w)
+    assert verdict.ok, verdict.report()
+    assert {len(s.after_schedule.blocks) for s in verdict.trace.steps} == {3}
+    code, out = report(
+        ["engine", str(shape_root("sizes_cache_in_init")), "--examples", "30"], capfd
+    )
+    assert code == faults.PASS and "loop: own (" in out, out
+
+
+def test_a_runner_that_binds_a_port_while_built_finds_one_in_its_box() -> None:
+    """The box's own network namespace has its loopback up, and `localhost` resolves to it:
+    the registry derivatives' find_available_port finds a port (was exit 2, all three)."""
+    needs_torch()
+    box = IsolatedEngine(NANO, read_setup(str(shape_root("binds_port"))))
+    try:
+        found = search_engine(box, examples=20)
+    finally:
+        box.stop()
+    assert found.failure is None and found.examples == 20, found.failure
+
+
+def _paged(tmp_path: Path, page: int, mutant: Path | None = None) -> Path:
+    """The engine whose Scheduler asserts a block size multiple of `page`, over `mutant`."""
+    shape = (ENGINE.parent / "engine_shapes" / "block_size_multiple.py").read_text()
+    source = tmp_path / f"block_size_multiple_{page}.py"
+    source.write_text(shape.replace("PAGE = 4", f"PAGE = {page}"))
+    if mutant is None:
+        return checkout(source, whole=True)
+    root = tmp_path / "checkout"
+    shutil.copytree(checkout(mutant, whole=True), root)
+    target = root / "nanovllm" / "engine" / "scheduler.py"
+    target.rename(target.with_name("_correct_scheduler.py"))
+    target.write_text(source.read_text())
+    return root
+
+
+@pytest.mark.parametrize(("page", "sizes"), [(4, "4"), (8, "8, 16")])
+def test_a_block_size_its_own_assert_refuses_is_not_drawn(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], page: int, sizes: str
+) -> None:
+    """Its Scheduler asserts a multiple of a page: trial builds read the sizes it accepts
+    (of 2-4, or else the smallest beyond and its double), the search draws only those, and
+    the loop line says which and why."""
+    needs_torch()
+    root = _paged(tmp_path, page)
+    code, out = report(
+        ["engine", str(root), "--examples", "60", "--save-failures", str(tmp_path)], capfd
+    )
+    assert code == faults.PASS, out
+    loop = next(x for x in out.splitlines() if x.startswith("loop:"))
+    assert f"block sizes: {sizes}, those it accepts (at 2: " in loop and "multiple" in loop, loop
+
+
+def test_a_known_bug_behind_a_block_size_assert_is_still_found(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The sizes it accepts are run as any other: its bug fails by the same check."""
+    needs_torch()
+    mutant = next(m for m in MUTANTS if m.stem == "stale_hash_hit")
+    root = _paged(tmp_path, 4, mutant)
+    code, out = report(["engine", str(root), "--save-failures", str(tmp_path)], capfd)
+    assert code == faults.FAIL, out
+    assert any(f"\nFAIL {root}" in out and f": {c}\n" in out for c in expected_checks(mutant)), out
+
+
+def test_a_runner_that_reads_what_the_simulated_model_lacks_falls_back_and_says_so(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Its own step cannot be built (the simulated model has no embedding table): the
+    scheduler loop drives it, the loop line names why; with --loop own: exit 2."""
+    needs_torch()
+    root = str(shape_root("model_reads_embeddings"))
+    code, out = report(["engine", root, "--examples", "40"], capfd)
+    assert code == faults.PASS, out
+    loop = next(x for x in out.splitlines() if x.startswith("loop:"))
+    assert "not its own step, which cannot be built here" in loop and "embed_tokens" in loop
+    assert main(["engine", root, "--examples", "5", "--loop", "own"]) == faults.USAGE
 
 
 def test_its_own_loop_needs_its_engine_and_torch(tmp_path: Path) -> None:

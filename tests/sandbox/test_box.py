@@ -249,7 +249,7 @@ def test_box_uids_are_held_one_at_a_time() -> None:
 @ROOT_ONLY
 def test_the_graders_files_are_out_of_view(tmp_path: Path) -> None:
     """Neither the checkout (the reference, the course's solution) nor the submission's
-    own folder, nor any home: only an empty /tmp."""
+    own folder, nor any home: only an empty /tmp, and an /etc/hosts naming localhost."""
     reference = ROOT / "scheduler" / "scheduler.py"
     worker = _box(
         f"""
@@ -257,6 +257,7 @@ def test_the_graders_files_are_out_of_view(tmp_path: Path) -> None:
         for path in ({str(reference)!r}, {str(tmp_path)!r}, "/root", "/home", "/etc/passwd"):
             print(path, "seen" if os.path.exists(path) else "hidden")
         print("root holds", sorted(os.listdir("/")), "and /tmp", os.listdir("/tmp"))
+        print("/etc holds", os.listdir("/etc"), repr(open("/etc/hosts").read()))
         """,
         tmp_path,
         "looks_around",
@@ -267,7 +268,8 @@ def test_the_graders_files_are_out_of_view(tmp_path: Path) -> None:
     finally:
         worker.stop()
     assert "seen" not in printed and printed.count("hidden") == 5, printed
-    assert "root holds ['tmp'] and /tmp []" in printed, printed
+    assert "root holds ['etc', 'tmp'] and /tmp []" in printed, printed
+    assert "/etc holds ['hosts'] '127.0.0.1 localhost\\n::1 localhost\\n'" in printed, printed
 
 
 @ROOT_ONLY

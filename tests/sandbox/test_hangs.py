@@ -135,6 +135,17 @@ def test_a_dump_is_read_and_kept_out_of_the_printed_output(tmp_path: Path) -> No
     assert stack.parse("no dump here") == [] and stack.describe([], "/box/x.py", "x.py") == ""
 
 
+def test_a_dump_is_complete_once_it_reaches_the_outermost_frame() -> None:
+    """A dump still being written (a loaded machine: the worker descheduled between two
+    frames) is waited for, or two samples would share no outermost function."""
+    head = 'Stack (most recent call first):\n  File "/box/p.py", line 3 in _full\n'
+    assert not stack.complete(head) and not stack.complete("no dump")
+    assert stack.complete(head + '  File "<frozen runpy>", line 88 in _run_module_as_main\n')
+    assert stack.complete(head + '  File "/srv/worker.py", line 9 in <module>\n')
+    assert stack.complete(head + "  ...\n")  # faulthandler cut a deep stack short
+    assert not stack.complete(head + '  File "/srv/worker.py", line 9 in <mod')
+
+
 def test_the_loop_is_what_every_sample_shares() -> None:
     def frames(*names: str) -> list[stack.Frame]:
         return [stack.Frame("/box/p.py", 1, name) for name in reversed(names)]

@@ -18,10 +18,20 @@ from schedcheck import faults
 from schedcheck.drive.driver import describe
 from schedcheck.engine.adapter import EngineSetup, Features
 from schedcheck.engine.nanovllm.build import WORLD, Package, load_package
-from schedcheck.engine.nanovllm.config import loops_line, not_run, own_step, read_setup
+from schedcheck.engine.nanovllm.config import (
+    OWN_STEP,
+    TORCH,
+    loops_line,
+    not_run,
+    own_step,
+    own_step_needs_torch,
+    read_setup,
+    runner_writes,
+)
 from schedcheck.engine.nanovllm.drive import run_engine, traits_of
 from schedcheck.engine.nanovllm.loader import load_engine, preload_imports, read_sources
 from schedcheck.engine.nanovllm.runners import RUNNERS
+from schedcheck.engine.nanovllm.settle import settle
 from schedcheck.engine.nanovllm.step import TRAITS as OWN_TRAITS
 from schedcheck.engine.nanovllm.step import run_own_step
 from schedcheck.engine.run import bound
@@ -32,8 +42,10 @@ from schedcheck.engine.workload import EngineWorkload
 __all__ = ["ADAPTER", "NanoVllm"]
 
 # What nano-vllm's scheduling modules import (xxhash and numpy when the extra is installed)
-# and what the driver needs: after the privilege drop nothing new can be imported.
-PRELOAD = ("array", "hashlib", "inspect", "pickle", "zlib", "xxhash", "numpy")
+# and what the driver needs: after the privilege drop nothing new can be imported. The idna
+# codec: a connection to "localhost" (a fork's rendezvous while it is built) encodes the
+# name with it, imported on first use.
+PRELOAD = ("array", "hashlib", "inspect", "pickle", "zlib", "xxhash", "numpy", "encodings.idna")
 
 
 @dataclass(frozen=True)
@@ -167,6 +179,11 @@ class NanoVllm:
         runner = RUNNERS[setup.runner]
         unset = f"; no value: {', '.join(setup.unset)}" if setup.unset else ""
         lines = [f"config: {setup.config_from}{unset}", loops_line(setup)]
+        if "ignore_eos" in setup.lacks:
+            lines.append(
+                f"sampling params: {setup.package}/sampling_params.py's SamplingParams takes no "
+                "ignore_eos: no request ignores eos"
+            )
         if "own" in setup.modes:
             lines.append(
                 f"own step: {WORLD} tensor-parallel ranks played in this process (unless "
@@ -240,8 +257,30 @@ class NanoVllm:
         print(f"FAIL {shown}: E6: the engine raised while it was loaded: {message}")
         return faults.FAIL
 
-    def undrivable(self, shown: str, why: str) -> str:
-        return f"{shown} cannot be driven as nano-vllm's {why}"
+    def undrivable(self, setup: EngineSetup, why: str) -> str:
+        said = f"{self.shown(setup)} cannot be driven as nano-vllm's {why}"
+        lacking = [m for m in OWN_STEP if not (setup.folder / m).is_file()]
+        if "own" not in setup.modes and not lacking and own_step_needs_torch():
+            said += (
+                "; its own step (--loop own), which drives forks of other shapes through "
+                f"their own engine, needs torch: {TORCH}"
+            )
+        return said
+
+    def settle(
+        self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]
+    ) -> EngineSetup:
+        options = setup.options
+        asked = next((options[i + 1] for i, o in enumerate(options[:-1]) if o == "--loop"), None)
+        # schedcheck's loop refuses a runner that changes the sequences it runs (read_setup)
+        written = runner_writes(Path(setup.root), setup.package)
+        fallback: bool | str = asked != "own"
+        if fallback and written:
+            fallback = (
+                f"its model runner changes the sequences it runs ({', '.join(written)}), "
+                "which schedcheck's simulated runner does not know to do"
+            )
+        return settle(setup, run, self.features.block_sizes, fallback)
 
 
 ADAPTER = NanoVllm()

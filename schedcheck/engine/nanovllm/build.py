@@ -334,9 +334,13 @@ def _runner(base: type, not_run: tuple[str, ...]) -> type:
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         rank = next((a for a in args if isinstance(a, int) and not isinstance(a, bool)), 0)
-        current().ranks.built(self, rank)
-        with contextlib.suppress(Park):  # a worker's __init__ ends in its loop, parked
-            init(self, *args, **kwargs)
+        built = current()
+        built.ranks.built(self, rank)
+        try:
+            with contextlib.suppress(Park):  # a worker's __init__ ends in its loop, parked
+                init(self, *args, **kwargs)
+        finally:
+            _pool_kept(self, args, built.workload.config.num_blocks)
 
     def nothing(self: Any, *args: Any, **kwargs: Any) -> None:
         return None
@@ -344,6 +348,17 @@ def _runner(base: type, not_run: tuple[str, ...]) -> type:
     attributes: dict[str, Any] = {"__init__": __init__, "__module__": base.__module__}
     attributes.update({name: nothing for name in not_run})
     return type(base.__name__, (base,), attributes)
+
+
+def _pool_kept(runner: Any, args: tuple[Any, ...], blocks: int) -> None:
+    """The pool stays the workload's: a runner that sizes its KV cache in __init__ (from
+    torch.cuda's memory, answered by the stand-ins, or a figure of its own: pradsgit's
+    `_init_kv_cache` sets 500) wrote its count into the Config its Scheduler reads next."""
+    config = getattr(runner, "config", None)
+    if config is None:
+        config = next((a for a in args if hasattr(a, "num_kvcache_blocks")), None)
+    if config is not None and getattr(config, "num_kvcache_blocks", blocks) != blocks:
+        config.num_kvcache_blocks = blocks
 
 
 def _post_init(original: Callable[[Any], None]) -> Callable[[Any], None]:

@@ -163,6 +163,42 @@ def read_fields(source: str | None) -> tuple[dict[str, Any], tuple[str, ...], di
     return values, tuple(unset), annotations
 
 
+def params_lack(source: str | None) -> tuple[str, ...]:
+    """What of the workloads' request options (ignore_eos) `class SamplingParams` in
+    sampling_params.py's text does not take: a field it does not declare, and its
+    `__init__` (where it has one) does not name or take as `**kwargs`. Nothing where the
+    class is not found: its own failure then names what is wrong."""
+    try:
+        tree = ast.parse(source) if source is not None else None
+    except SyntaxError:
+        tree = None
+    found = (
+        next(
+            (
+                n
+                for n in ast.walk(tree)
+                if isinstance(n, ast.ClassDef) and n.name == "SamplingParams"
+            ),
+            None,
+        )
+        if tree is not None
+        else None
+    )
+    if found is None:
+        return ()
+    names = {
+        n.target.id
+        for n in found.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    }
+    for fn in found.body:
+        if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
+            if fn.args.kwarg is not None:
+                return ()
+            names = {a.arg for a in (*fn.args.args, *fn.args.kwonlyargs)}
+    return tuple(option for option in ("ignore_eos",) if option not in names)
+
+
 def _literal(node: ast.expr | None) -> tuple[bool, Any]:
     """A default as plain JSON data, if it is one: a literal, `field(default=...)` or
     `field(default_factory=list/dict)`."""
@@ -336,16 +372,23 @@ LOOPS = ("own", "scheduler")
 (build.py, step.py), or schedcheck's loop over its Scheduler (drive.py)."""
 
 
+TORCH = (
+    "torch is not installed here (its model runner imports it; a CPU build serves: "
+    "python -m pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+)
+
+
+def own_step_needs_torch() -> bool:
+    return importlib.util.find_spec("torch") is None
+
+
 def own_step(root: Path, package: str) -> str | None:
     """Why the checkout's own step cannot be driven here (None: it can)."""
     lacking = [f"{package}/{m}" for m in OWN_STEP if not (root / package / m).is_file()]
     if lacking:
         return f"it has no {' or '.join(lacking)}"
-    if importlib.util.find_spec("torch") is None:
-        return (
-            "torch is not installed here (its model runner imports it; a CPU build serves: "
-            "python -m pip install torch --index-url https://download.pytorch.org/whl/cpu)"
-        )
+    if own_step_needs_torch():
+        return TORCH
     return None
 
 
@@ -384,7 +427,7 @@ def loops_line(setup: EngineSetup) -> str:
     why = own_step(Path(setup.root), setup.package)
     if "own" not in setup.modes and why is not None:
         line += f"; not its own step: {why}"
-    return line
+    return "; ".join((line, *setup.settled))
 
 
 def read_setup(
@@ -430,6 +473,8 @@ def read_setup(
         given.append(f"{key}={value!r}")
     if given:
         config_from += f"; set by --config: {', '.join(given)}"
+    params = root / name / "sampling_params.py"
+    lacks = params_lack(params.read_text(errors="replace") if params.is_file() else None)
     if runner is None:
         runner, runner_from = detect_runner(root, name)
     elif runner not in RUNNERS:
@@ -451,4 +496,5 @@ def read_setup(
         config_from,
         tuple(options),
         modes=loops,
+        lacks=lacks,
     )

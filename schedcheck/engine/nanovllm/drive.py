@@ -48,6 +48,25 @@ class Eos(int):
         yield int(self)
 
 
+def sampling_params(make: Any, request: EngineRequest) -> Any:
+    """The fork's SamplingParams for `request`: ignore_eos given where it takes it (a
+    SamplingParams without it gets no request that ignores eos: EngineSetup.lacks)."""
+    given: dict[str, Any] = {"temperature": 1.0, "max_tokens": request.max_tokens}
+    if request.ignore_eos or "ignore_eos" not in _lacks(make):
+        given["ignore_eos"] = request.ignore_eos
+    return make(**given)
+
+
+def _lacks(make: Any) -> tuple[str, ...]:
+    try:
+        parameters = inspect.signature(make).parameters
+    except (TypeError, ValueError):
+        return ()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return ()
+    return () if "ignore_eos" in parameters else ("ignore_eos",)
+
+
 def takes_is_prefill(engine: Engine) -> bool:
     """Whether postprocess() is called with is_prefill (nano-vllm from 8d63a98 on): by its
     signature, which says how to call it, not which runner the engine has."""
@@ -173,9 +192,7 @@ class NanoDriver:
             return
         params = call(
             "SamplingParams()",
-            lambda: self.engine.SamplingParams(
-                temperature=1.0, max_tokens=request.max_tokens, ignore_eos=request.ignore_eos
-            ),
+            lambda: sampling_params(self.engine.SamplingParams, request),
         )
         seq = call("Sequence()", lambda: self.engine.Sequence(list(request.prompt), params))
         self.seqs[request.name], self.names[id(seq)] = seq, request.name

@@ -207,5 +207,20 @@ def preload_imports(sources: dict[str, str], package: str) -> list[str]:
         try:
             importlib.import_module(name)
         except Exception:  # a name imported from a module, not a module; or not installed
-            failed.append(name)
+            if not _attribute(name):
+                failed.append(name)
     return failed
+
+
+def _attribute(name: str) -> bool:
+    """`name` read as an attribute of its module (`from pydantic import BaseModel`): read
+    now, since a package that imports its attributes lazily (pydantic's `__getattr__`)
+    would import the module that defines it inside the box, where it cannot."""
+    module, _, attribute = name.rpartition(".")
+    if module not in sys.modules:
+        return False
+    try:
+        getattr(sys.modules[module], attribute)
+    except Exception:
+        return False
+    return True

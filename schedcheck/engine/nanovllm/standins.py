@@ -14,12 +14,15 @@ docs/notes/nanovllm-own-step-spike.md).
 2. torch made to run a CUDA program's host side on the CPU, once per process: `.cuda()` and
    `pin_memory` are no-ops, a device named "cuda" is the CPU (a default device, a tensor
    factory's `device=`, `Tensor.to`), `torch.compile` is the identity (a sampler decorated
-   with it is replaced anyway), and torch.cuda's calls that only synchronise or free are
-   no-ops.
+   with it is replaced anyway), torch.cuda's calls that only synchronise or free are
+   no-ops, and its memory queries answer for a device of DEVICE_MEMORY bytes, all free
+   (a runner that sizes its KV cache from them in `__init__` is built; the pool is the
+   workload's whatever it computes: build.py).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import importlib.abc
 import importlib.machinery
@@ -30,7 +33,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["ALWAYS", "Placeholder", "placeholders", "torch_on_cpu"]
+__all__ = ["ALWAYS", "DEVICE_MEMORY", "Placeholder", "placeholders", "torch_on_cpu"]
+
+# The device memory torch.cuda's queries report, all of it free: small, so that a cache a
+# runner sizes from it (and allocates, before the build sets the pool to the workload's)
+# costs little on the CPU.
+DEVICE_MEMORY = 64 << 20
 
 # GPU-only (and NPU-only) packages and the model hub: stood in for even where installed
 # (a fork's engine must not load a model, and triton's real import needs a GPU driver).
@@ -180,13 +188,24 @@ def torch_on_cpu() -> None:
     torch.Tensor.pin_memory = lambda self, *a, **k: self
     for name in ("set_device", "synchronize", "empty_cache", "reset_peak_memory_stats"):
         setattr(torch.cuda, name, lambda *a, **k: None)
+    # what a runner reads to size its KV cache (nano-vllm's allocate_kv_cache, which forks
+    # call from __init__ or under other names): a device of DEVICE_MEMORY bytes, all free
+    torch.cuda.mem_get_info = lambda *a, **k: (DEVICE_MEMORY, DEVICE_MEMORY)
+    torch.cuda.memory_stats = lambda *a, **k: collections.defaultdict(int)
+    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved"):
+        setattr(torch.cuda, name, lambda *a, **k: 0)
+    torch.cuda.max_memory_reserved = lambda *a, **k: 0
+    torch.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(
+        name="schedcheck's stand-in device", total_memory=DEVICE_MEMORY
+    )
     for name in FACTORIES:
         setattr(torch, name, _on_cpu(getattr(torch, name)))
     torch.Tensor.to = _on_cpu(torch.Tensor.to)
 
 
 # torch's functions that make a tensor on a device a call names (`torch.arange(n,
-# device="cuda")`), and Tensor.to (`x.to("cuda")`): the device becomes the CPU.
+# device="cuda")`), and Tensor.to (`x.to("cuda")`): the device becomes the CPU, and a
+# `pin_memory=True` is dropped.
 FACTORIES = (
     "as_tensor",
     "arange",
@@ -212,6 +231,7 @@ def _on_cpu(function: Any) -> Any:
 
     @functools.wraps(function)
     def on_cpu(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("pin_memory", None)  # page-locked host memory needs a CUDA build
         if "device" in kwargs:
             kwargs["device"] = cpu(kwargs["device"])
         if function.__name__ == "to":

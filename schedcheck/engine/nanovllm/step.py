@@ -15,6 +15,7 @@ from typing import Any
 from schedcheck.drive.driver import describe
 from schedcheck.engine.nanovllm import copyout
 from schedcheck.engine.nanovllm.build import Built, Package, build, unset_by_us
+from schedcheck.engine.nanovllm.drive import sampling_params
 from schedcheck.engine.nanovllm.generate import GenerateLoop, Returned, calls_is_finished
 from schedcheck.engine.nanovllm.runners import OWN
 from schedcheck.engine.run import Run, Stop
@@ -99,8 +100,7 @@ class OwnStepDriver:
         return Stop(EngineFailure(UNDRIVABLE, self.run.step, call, message))
 
     def _params(self, request: EngineRequest) -> Any:
-        make: Any = self.package.SamplingParams
-        return make(temperature=1.0, max_tokens=request.max_tokens, ignore_eos=request.ignore_eos)
+        return sampling_params(self.package.SamplingParams, request)
 
     def _build(self) -> Built:
         try:

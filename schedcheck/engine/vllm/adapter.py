@@ -174,8 +174,13 @@ class Vllm:
         )
         return faults.USAGE
 
-    def undrivable(self, shown: str, why: str) -> str:
-        return f"{shown} cannot be driven: {why}"
+    def undrivable(self, setup: EngineSetup, why: str) -> str:
+        return f"{self.shown(setup)} cannot be driven: {why}"
+
+    def settle(
+        self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]
+    ) -> EngineSetup:
+        return setup  # its setup is decided from its release and the command line alone
 
 
 ADAPTER = Vllm()
