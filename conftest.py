@@ -1,6 +1,6 @@
 """The repository's own test run: schedcheck's pytest plugin (schedcheck/plugin.py) plus
 what only this repository's tests need (the `costly`, `redis`, `nanovllm`, `registry`,
-`torch`, `vllm` and `sglang` markers).
+`torch`, `vllm`, `sglang` and `browser` markers).
 
 A checkout is installed before its tests run (`pip install -e .`, the README's first
 command): pytest then loads the plugin through its entry point before it reads the command
@@ -40,6 +40,8 @@ MARKERS = (
     "it, unless SCHEDCHECK_REQUIRE_TORCH is set)",
     "sglang: needs SGLang installed (.ci/install-sglang; skipped without it, unless "
     "SCHEDCHECK_REQUIRE_SGLANG is set)",
+    "browser: opens a page in headless Chromium (skipped without /usr/bin/chromium, unless "
+    "SCHEDCHECK_REQUIRE_BROWSER is set; .ci/run installs Debian's chromium)",
     "heavy: a self-check of ten seconds or more, started before the others so that no core "
     "idles at the end of `pytest -n auto`",
 )

@@ -231,7 +231,14 @@ def engine_command(args: argparse.Namespace) -> int:
     try:
         if args.replay:
             return replay(
-                engine, shown, args.replay, checks, features, setup.modes, setup.block_sizes
+                engine,
+                shown,
+                args.replay,
+                checks,
+                features,
+                setup.modes,
+                setup.block_sizes,
+                args.html,
             )
         smallest = features.block_sizes[0]
         chunked, how = adapter.prefill(lambda: chunks_prefills(engine, smallest), args.prefill)
@@ -340,7 +347,9 @@ def replay(
     features: Features = PLAIN,
     modes: tuple[str, ...] = ("",),
     sizes: tuple[int, ...] = (),
+    html: str | None = None,
 ) -> int:
+    """Run each saved workload; the first that fails is the verdict (drawn into `html`)."""
     try:
         loaded = [(f, EngineWorkload.from_json(Path(f).read_text())) for f in files]
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -366,6 +375,11 @@ def replay(
         verdict = verify_engine(engine, workload, checks)
         if not verdict.ok:
             print(f"FAIL {root}: on {name}\n\n{verdict.report()}")
+            if html:
+                Path(html).write_text(engine_page(verdict))
+                print(f"the failing trace, drawn: {html}")
             return faults.FAIL
     print(f"PASS {root}: every check holds on {len(loaded)} saved workload(s)")
+    if html:
+        print(f"nothing drawn into {html}: no saved workload fails")
     return faults.PASS

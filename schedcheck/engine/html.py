@@ -1,18 +1,24 @@
-"""An engine's failing trace as one self-contained HTML page (no scripts), like `check
---html`: the check and its likely bugs; a timeline (one row per request, one column per
-step: the positions computed, prefill or decode); the KV pool after every step (each
-block free or used, with its ref_count and holders); then the workload and the text
-report."""
+"""An engine's failing trace as one self-contained HTML page (no scripts, no external
+resource), like `check --html`: the check and its likely bugs; the story of the run (one
+row for the engine and one per request, one column per step: what happened to it (story.py:
+arrivals, aborts and when they landed, resets, preemptions, finishes and why), the
+positions computed, prefill or decode, and its counters); the counters the check read; the
+KV pool after every step (each block free, used or shared with its ref_count and holders,
+a reserved block named as the engine's null block); then the workload, one line per
+request (its JSON folded), and the text report."""
 
 from __future__ import annotations
 
 from html import escape
 
+from schedcheck.engine import story
 from schedcheck.engine.checks import CATALOGUE
-from schedcheck.engine.verdict import EngineVerdict
+from schedcheck.engine.verdict import EngineVerdict, workload_lines
 from schedcheck.verdict.html import CSS, DECODE, PREFILL
 
-FREE, USED, SHARED = "#eeeeee", "#f2cf5b", "#f28e2b"
+__all__ = ["engine_page"]
+
+FREE, USED, SHARED, NULL = "#eeeeee", "#f2cf5b", "#f28e2b", "#b8b8b8"
 
 
 def engine_page(verdict: EngineVerdict) -> str:
@@ -20,22 +26,40 @@ def engine_page(verdict: EngineVerdict) -> str:
     info = CATALOGUE[violation.check]
     steps = trace.steps[: violation.step or len(trace.steps)]
     names = [r.name for r in trace.workload.requests]
+    happened: dict[tuple[int, str], list[str]] = {}
+    for event in story.events(trace):
+        words = event.kind + (f" ({event.detail})" if event.detail else "")
+        happened.setdefault((event.step, event.name), []).append(words)
     head = "".join(f"<th>{s.step}</th>" for s in steps)
-    rows = []
+
+    def said(step: int, name: str) -> str:
+        return "".join(
+            f'<b class="event">{escape(e)}</b><br>' for e in happened.get((step, name), [])
+        )
+
+    engine_row = "".join(f"<td>{said(s.step, '')}</td>" for s in steps)
+    rows = [f"<tr><th>engine</th>{engine_row}</tr>"]
     for name in names:
         cells = []
         for step in steps:
+            text, style = said(step.step, name), ""
             seq = next((s for s in step.scheduled if s.name == name), None)
-            if seq is None:
-                cells.append("<td></td>")
-                continue
-            color = PREFILL if step.is_prefill else DECODE
-            span = f"{seq.num_cached}..{seq.num_cached + seq.num_scheduled - 1}"
-            cells.append(
-                f'<td style="background:{color};color:#fff">{span}<br>'
-                f"{escape(str(list(seq.block_table)))}</td>"
-            )
+            if seq is not None:
+                style = f' style="background:{PREFILL if step.is_prefill else DECODE};color:#fff"'
+                span = f"{seq.num_cached}..{seq.num_cached + seq.num_scheduled - 1}"
+                text += f"{span}<br>{escape(str(list(seq.block_table)))}"
+            count = story.counters(step.after_postprocess or step.after_schedule).get(name)
+            if count is not None and count.status != "FINISHED":
+                text += f'<br><small class="counters">{escape(count.said())}</small>'
+            cells.append(f"<td{style}>{text}</td>")
         rows.append(f"<tr><th>{escape(name)}</th>{''.join(cells)}</tr>")
+    read = ""
+    if steps:
+        last = steps[-1]
+        every = story.counters(last.after_postprocess or last.after_schedule)
+        named = [n for n in violation.seq_ids if n in every] or list(every)
+        read = "".join(f"<li>{escape(n)}: {escape(every[n].said())}</li>" for n in named)
+        read = f"<h2>Counters after step {last.step}</h2><ul>{read}</ul>"
     pools = []
     for step in steps:
         pool = step.after_postprocess or step.after_schedule
@@ -45,6 +69,9 @@ def engine_page(verdict: EngineVerdict) -> str:
                 holders.setdefault(b, []).append(name)
         cells = []
         for b, block in enumerate(pool.blocks):
+            if b in pool.reserved:
+                cells.append(f'<td style="background:{NULL}">{b}: null block (reserved)</td>')
+                continue
             color = FREE if b in pool.free else SHARED if block.ref_count > 1 else USED
             who = ", ".join(holders.get(b, [])) or "-"
             cells.append(
@@ -59,6 +86,7 @@ def engine_page(verdict: EngineVerdict) -> str:
             ("free block", FREE),
             ("used block", USED),
             ("shared block", SHARED),
+            ("null block", NULL),
         )
     )
     return "\n".join(
@@ -67,18 +95,22 @@ def engine_page(verdict: EngineVerdict) -> str:
             '<html lang="en"><head><meta charset="utf-8">',
             f"<title>schedcheck engine: {escape(violation.check)} at step {violation.step}</title>",
             f"<style>{CSS} td, th {{ border: 1px solid #ccc; padding: 2px 6px; font-size: 12px; "
-            "text-align: center; }} table {{ border-collapse: collapse; }}</style></head><body>",
+            "text-align: center; vertical-align: top; }} table {{ border-collapse: collapse; }}"
+            " .event {{ color: #a01010; }}</style></head><body>",
             f"<h1>{escape(violation.check)}: {escape(info.title)}</h1>",
             f'<p class="check" id="message">{escape(str(violation))}</p>',
             f"<p><b>Symptom:</b> {escape(info.symptom)}<br>"
             f"<b>Likely bug:</b> {escape('; or '.join(info.likely_bugs))}</p>",
             f'<p class="legend">{legend}</p>',
-            "<h2>Timeline: positions computed, block table</h2>",
+            "<h2>The run: events, positions computed, block table, counters after the step</h2>",
             f"<table><tr><th>step</th>{head}</tr>{''.join(rows)}</table>",
+            read,
             "<h2>KV blocks after each step: ref_count, holders</h2>",
             f"<table>{''.join(pools)}</table>",
-            "<h2>Workload (replay with --replay)</h2>",
-            f"<pre>{escape(trace.workload.to_json())}</pre>",
+            "<h2>Workload</h2>",
+            f"<pre>{escape(chr(10).join(workload_lines(trace.workload)))}</pre>",
+            "<details><summary>The workload as JSON (replay it with --replay)</summary>",
+            f"<pre>{escape(trace.workload.to_json())}</pre></details>",
             "<h2>Report</h2>",
             f"<pre>{escape(verdict.report())}</pre>",
             "</body></html>",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from schedcheck.engine import story
 from schedcheck.engine.checks import CATALOGUE, check_engine
-from schedcheck.engine.trace import UNDRIVABLE, EngineTrace
+from schedcheck.engine.trace import UNDRIVABLE, EngineStep, EngineTrace
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineRequest, EngineWorkload
 from schedcheck.invariants.violation import Violation
@@ -60,7 +61,7 @@ def verify_engine(
 
 def report(violation: Violation, trace: EngineTrace) -> str:
     info = CATALOGUE[violation.check]
-    w, c = trace.workload, trace.workload.config
+    w = trace.workload
     lines = [
         str(violation),
         f"  rule ({info.id}): {info.title}",
@@ -68,13 +69,51 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         f"  likely bug: {'; or '.join(info.likely_bugs)}",
         "",
         "workload:",
+        *workload_lines(w),
+        "",
+        f"steps (runner {trace.traits.runner.name}; positions computed, block tables):",
+        "| step | events | phase | scheduled | sampled | free blocks after |",
+        "|---|---|---|---|---|---|",
+    ]
+    shown = trace.steps[: violation.step or len(trace.steps)]
+    happened: dict[int, list[str]] = {}
+    for event in story.events(trace):
+        happened.setdefault(event.step, []).append(story.said(event))
+    for step in shown:
+        scheduled = ", ".join(
+            f"{s.name} {s.num_cached}..{s.num_cached + s.num_scheduled - 1} {list(s.block_table)}"
+            for s in step.scheduled
+        )
+        pool = step.after_postprocess or step.after_schedule
+        mixed = trace.traits.runner.decode == "mixed"  # no step-wide phase
+        phase = "mixed" if mixed else "prefill" if step.is_prefill else "decode"
+        if not step.schedules:
+            phase = "update only"  # an engine core draining its queue
+        cached = f" (cached: {list(pool.cached)})" if pool.cached else ""
+        lines.append(
+            f"| {step.step} | {'; '.join(happened.get(step.step, [])) or '-'} | {phase} | "
+            f"{scheduled or '-'} | {list(step.sampled)} | {list(pool.free)}{cached} |"
+        )
+    lines.extend(_counters(violation, shown))
+    if trace.failure is None:
+        outputs = ", ".join(f"{n} {list(o)}" for n, o in trace.outputs.items())
+        lines.append(f"\noutputs: {outputs}")
+    return "\n".join(lines)
+
+
+def workload_lines(w: EngineWorkload) -> list[str]:
+    """The workload as the report says it: its config, one line per request, what happens
+    to the engine at which step, the model's rule."""
+    c = w.config
+    return [
         f"  config: num_kvcache_blocks={c.num_blocks} kvcache_block_size={c.block_size} "
         f"max_num_seqs={c.max_num_seqs} max_num_batched_tokens={c.max_num_batched_tokens} "
         f"eos=0 policy={c.policy}"
         + (f" mode={c.mode}" if c.mode else "")
         + (f" max_model_len={c.max_model_len}" if c.max_model_len else "")
         + (f" schedule_conservativeness={c.conservativeness:g}" if c.conservativeness != 1 else ""),
-        "  requests: " + ", ".join(_request(r) for r in w.requests),
+        "  requests:",
+        *(f"    {_request(r)}" for r in w.requests),
         *(
             [
                 "  prefix cache cleared, running requests preempted, at the start of step "
@@ -93,30 +132,23 @@ def report(violation: Violation, trace: EngineTrace) -> str:
         ),
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
-        "",
-        f"steps (runner {trace.traits.runner.name}; positions computed, block tables):",
-        "| step | phase | scheduled | sampled | free blocks after |",
-        "|---|---|---|---|---|",
     ]
-    for step in trace.steps[: violation.step or len(trace.steps)]:
-        scheduled = ", ".join(
-            f"{s.name} {s.num_cached}..{s.num_cached + s.num_scheduled - 1} {list(s.block_table)}"
-            for s in step.scheduled
-        )
-        pool = step.after_postprocess or step.after_schedule
-        mixed = trace.traits.runner.decode == "mixed"  # no step-wide phase
-        phase = "mixed" if mixed else "prefill" if step.is_prefill else "decode"
-        if not step.schedules:
-            phase = "update only"  # an engine core draining its queue
-        cached = f" (cached: {list(pool.cached)})" if pool.cached else ""
-        lines.append(
-            f"| {step.step} | {phase} | {scheduled or '-'} | {list(step.sampled)} | "
-            f"{list(pool.free)}{cached} |"
-        )
-    if trace.failure is None:
-        outputs = ", ".join(f"{n} {list(o)}" for n, o in trace.outputs.items())
-        lines.append(f"\noutputs: {outputs}")
-    return "\n".join(lines)
+
+
+def _counters(violation: Violation, steps: tuple[EngineStep, ...]) -> list[str]:
+    """The counters of the requests the violation names (every request where it names
+    none) after the last step shown: what the check read."""
+    if not steps:
+        return []
+    last = steps[-1]
+    pool = last.after_postprocess or last.after_schedule
+    every = story.counters(pool)
+    names = [n for n in violation.seq_ids if n in every] or list(every)
+    return [
+        "",
+        f"counters after step {last.step}:",
+        *(f"  {name}: {every[name].said()}" for name in names),
+    ]
 
 
 def _request(r: EngineRequest) -> str:

@@ -269,7 +269,7 @@ def test_schedcheck_engine_fails_a_mutant_and_the_saved_workload_replays(
     html = tmp_path / "trace.html"
     code = main(["engine", mutant, "--save-failures", str(tmp_path), "--html", str(html)])
     out = capfd.readouterr().out
-    assert code == faults.FAIL and "E3 at step" in out and "| step | phase |" in out
+    assert code == faults.FAIL and "E3 at step" in out and "| step | events | phase |" in out
     assert "isolation: full" in out or "isolation: uid" in out or "isolation: process" in out
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and f"E3: {CATALOGUE['E3'].title}" in page

@@ -12,10 +12,12 @@ prompt, 2 tokens out) run in the fork's worker:
   (up to 256) and its double.
 - **The loop.** Where its own step cannot be built at any size for a reason of
   schedcheck's stand-ins or of the CPU (an attribute the simulated model lacks, an NPU
-  build of torch, a package its engine imports but the scheduler does not), and the user
-  did not ask for `--loop own`, schedcheck's loop drives its Scheduler instead, and the
-  report's `loop:` line says so and why. Where neither can be driven, the setup stays, and
-  the search's first run says why (exit 2).
+  build of torch, a package its engine imports but the scheduler does not), or refuses a
+  request in a pool that holds it (an intake stricter than the search's workloads), and
+  the user did not ask for `--loop own`, schedcheck's loop drives its Scheduler instead,
+  and the report's `loop:` line says so and why; never where that loop cannot build the
+  fork's objects (BUILT_BY_THE_LOOP). Where neither can be driven, the setup stays, and the
+  search's first run says why (exit 2).
 """
 
 from __future__ import annotations
@@ -33,19 +35,39 @@ __all__ = ["BEYOND", "settle", "trial"]
 BEYOND = (*range(5, 17), 32, 64, 128, 256)
 
 Run = Callable[[EngineWorkload], EngineTrace]
+SPARE = 2  # blocks over the request's need in a trial of block sizes
 
 
-def trial(block_size: int, mode: str) -> EngineWorkload:
-    """The smallest workload that builds the engine and steps it to the end."""
-    config = EngineConfig(8, block_size, 1, 8, mode=mode)
-    return EngineWorkload(config, (EngineRequest("r1", (1, 2, 1), 2),), 2)
+def trial(block_size: int, mode: str, spare: int = SPARE) -> EngineWorkload:
+    """The smallest workload that builds the engine and steps it to the end, in a pool of
+    `spare` blocks more than its request holds (none: the search's tightest)."""
+    request = EngineRequest("r1", (1, 2, 1), 2)
+    config = EngineConfig(request.peak_blocks(block_size) + spare, block_size, 1, 8, mode=mode)
+    return EngineWorkload(config, (request,), 2)
 
 
-def _refusal(run: Run, block_size: int, mode: str) -> str | None:
+# schedcheck's loop builds a fork's objects as nano-vllm's are built (Scheduler(config) with
+# a Config of its fields, SamplingParams(...), Sequence(prompt, params)): where one of these
+# raises in a trial, the fork builds them otherwise (a Scheduler of other arguments, a
+# Sequence that needs what only its LLMEngine sets up), and that loop cannot stand in for
+# its own step. Elsewhere the run is a verdict, for a fallback as for any run.
+BUILT_BY_THE_LOOP = frozenset({"Scheduler()", "SamplingParams()", "Sequence()"})
+
+
+def _refusal(run: Run, block_size: int, mode: str, spare: int = SPARE) -> str | None:
     """Why `mode` cannot drive the engine at `block_size` (None: it can; a verdict either
     way is a run it drives)."""
-    failure = run(trial(block_size, mode)).failure
-    return failure.message if failure is not None and failure.check == UNDRIVABLE else None
+    failure = run(trial(block_size, mode, spare)).failure
+    if failure is None:
+        return None
+    if failure.check == UNDRIVABLE:
+        return failure.message
+    if mode == "scheduler" and failure.call in BUILT_BY_THE_LOOP:
+        return (
+            f"its {failure.call} raised as schedcheck's loop builds it (nano-vllm's way), "
+            f"so the fork builds it otherwise: {failure.message}"
+        )
+    return None
 
 
 def accepted(
@@ -82,10 +104,15 @@ def settle(
         return setup
     sizes, refused = accepted(run, "own", drawn)
     full = tuple(range(drawn[0], drawn[1] + 1))
-    if sizes:
+    # a pool that holds the request and no more, which the search draws: an intake that
+    # asks for more (shunwendongan's add_request()) refuses valid input at every size
+    tight = _refusal(run, sizes[0], "own", spare=0) if sizes else None
+    if sizes and tight is None:
         if sizes == full:
             return setup
         return replace(setup, block_sizes=sizes, settled=(*setup.settled, _sizes(sizes, refused)))
+    if tight is not None:
+        refused = (sizes[0], tight)
     if fallback is False:
         return setup
     if isinstance(fallback, str):

@@ -1,0 +1,160 @@
+"""The story of a run, step by step (issue 55): what happened to each request, and the
+counters a check reads, as the text report and the page tell them.
+
+Everything here is read off the trace, whatever engine made it: the workload says when a
+request arrived, was aborted (and whether between steps or during one), when the prefix
+cache was cleared and when the device finished a batch early; the pools after each call say
+who was running and waiting (a request running after one step and waiting after the next
+was preempted; one computed again from below where it had reached, without a wait between,
+was preempted and resumed within one schedule()), who finished (and the outputs say why),
+and, where steps overlap (vLLM's async scheduling), each request's progress. A feature that
+adds a kind of event (drafts, transfers, sessions, KV cache groups) adds it here, from the
+trace data it adds (drafts roll a request back without a preemption: they will say so).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
+from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
+
+__all__ = [
+    "ABORT",
+    "ARRIVE",
+    "EARLY",
+    "FINISH",
+    "PREEMPT",
+    "RESET",
+    "Counters",
+    "Event",
+    "counters",
+    "events",
+    "finish_reason",
+    "said",
+]
+
+ARRIVE, ABORT, RESET, PREEMPT, FINISH, EARLY = (
+    "arrives",
+    "aborted",
+    "prefix cache cleared",
+    "preempted",
+    "finishes",
+    "device early",
+)
+
+
+class Event(NamedTuple):
+    """Something that happened at one step: to a request (`name`), or to the engine (`""`)."""
+
+    step: int
+    kind: str
+    name: str = ""
+    detail: str = ""
+
+
+def said(event: Event) -> str:
+    """An event in words: `r1 preempted (by the reset)`."""
+    who = f"{event.name} " if event.name else ""
+    return f"{who}{event.kind}" + (f" ({event.detail})" if event.detail else "")
+
+
+def _after(step: EngineStep) -> Pool:
+    return step.after_postprocess or step.after_schedule
+
+
+def finish_reason(request: EngineRequest, out: tuple[int, ...], workload: EngineWorkload) -> str:
+    """Why a request that finished at `step` did, from its outputs: the rule of the model
+    and of the workload that ends it."""
+    if out and out[-1] == EOS and not request.ignore_eos:
+        return "eos"
+    if out and out[-1] in request.stop:
+        return "stop token"
+    if len(out) >= request.max_tokens:
+        return "max_tokens"
+    if workload.config.max_model_len and len(out) >= workload.most(request):
+        return "length cap: max_model_len"
+    return "no reason its outputs show"
+
+
+def events(trace: EngineTrace) -> list[Event]:
+    """Every event of the run, in step order (within a step: the engine's, arrivals,
+    aborts, preemptions, finishes)."""
+    w = trace.workload
+    found: list[Event] = []
+    before: Pool | None = None
+    reached: dict[str, int] = {}  # the end of what each request computed so far
+    for step in trace.steps:
+        n = step.step
+        if n in w.resets:
+            found.append(Event(n, RESET, "", "at the start of the step, requests running"))
+        if n in w.early:
+            found.append(Event(n, EARLY, "", "the batch done before the engine core looked"))
+        found.extend(Event(n, ARRIVE, r.name) for r in w.requests if r.arrival == n)
+        for r in w.requests:
+            if r.abort == n:
+                when = "during the step" if r.abort_in_step else "before the step"
+                found.append(Event(n, ABORT, r.name, when))
+        now = _after(step)
+        for seq in step.scheduled:
+            # computing again below what it had computed, with no wait between: preempted
+            # and resumed within the step's schedule() (a reset, then its re-admission)
+            was = before.status.get(seq.name) if before is not None else None
+            if seq.num_cached < reached.get(seq.name, 0) and was == "RUNNING":
+                why = "by the reset, " if n in w.resets else ""
+                found.append(Event(n, PREEMPT, seq.name, f"{why}resumed in the same step"))
+            reached[seq.name] = seq.num_cached + seq.num_scheduled
+        for name, status in now.status.items():
+            was = before.status.get(name) if before is not None else None
+            if was == "RUNNING" and status == "WAITING":
+                found.append(Event(n, PREEMPT, name, "by the reset" if n in w.resets else ""))
+            if status == "FINISHED" and was != "FINISHED":
+                request = next((r for r in w.requests if r.name == name), None)
+                if request is None:
+                    continue
+                if request.abort and request.abort <= n:
+                    continue  # its abort is the event
+                out = trace.outputs.get(name) or now.tokens.get(name, ())[len(request.prompt) :]
+                found.append(Event(n, FINISH, name, finish_reason(request, tuple(out), w)))
+        before = now
+    return found
+
+
+class Counters(NamedTuple):
+    """One request's counters after one step, as the engine's pools hold them."""
+
+    name: str
+    status: str
+    known: int  # tokens the engine holds for it (prompt and outputs so far)
+    blocks: int  # the length of its block table
+    computed: int | None = None  # num_computed_tokens, where steps overlap (vLLM's async)
+    placeholders: int | None = None  # num_output_placeholders
+    in_flight: int | None = None  # tokens sampled in steps not yet updated
+
+    def said(self) -> str:
+        words = [f"{self.status.lower()}", f"{self.known} tokens known", f"{self.blocks} blocks"]
+        if self.computed is not None:
+            words.append(f"{self.computed} computed")
+        if self.placeholders is not None:
+            words.append(f"{self.placeholders} placeholders")
+        if self.in_flight is not None:
+            words.append(f"{self.in_flight} in flight")
+        return ", ".join(words)
+
+
+def counters(pool: Pool) -> dict[str, Counters]:
+    """Every request's counters in `pool`, by name."""
+    progress = {p.name: p for p in pool.progress}
+    found = {}
+    for name, status in pool.status.items():
+        p = progress.get(name)
+        found[name] = Counters(
+            name,
+            status,
+            len(pool.tokens.get(name, ())),
+            len(pool.tables.get(name, ())),
+            None if p is None else p.computed,
+            None if p is None else p.placeholders,
+            None if p is None else p.in_flight,
+        )
+    return found
