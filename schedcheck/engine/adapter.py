@@ -15,10 +15,13 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.traits import Traits
+
+if TYPE_CHECKING:
+    from schedcheck.engine.export import Rendered
 from schedcheck.engine.workload import NO_HEADROOM, EngineWorkload, Headroom
 
 __all__ = ["PLAIN", "Adapter", "EngineSetup", "Features", "Loaded", "SetupError"]
@@ -223,6 +226,12 @@ class Adapter(Protocol):
 
     def undrivable(self, setup: EngineSetup, why: str) -> str:
         """The usage error's words when a run finds it cannot be driven."""
+        ...
+
+    def render(self, setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
+        """Its part of a test that reproduces `trace`'s failure with only the engine and
+        pytest (engine/export.py: its imports, building it, adding a request, a step, its
+        pool, its outputs), or why it writes none."""
         ...
 
     def settle(

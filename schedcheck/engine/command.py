@@ -15,18 +15,21 @@ import argparse
 import shlex
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from schedcheck import faults
 from schedcheck.engine import registry
-from schedcheck.engine.adapter import PLAIN, Features, SetupError
+from schedcheck.engine.adapter import PLAIN, Adapter, EngineSetup, Features, SetupError
 from schedcheck.engine.checks import POLICIES, active
+from schedcheck.engine.export import export_test
 from schedcheck.engine.html import engine_page
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import Search, chunks_prefills, search_engine
 from schedcheck.engine.strategies import labels
-from schedcheck.engine.verdict import Runs, Undrivable, verify_engine
+from schedcheck.engine.verdict import EngineVerdict, Runs, Undrivable, verify_engine
 from schedcheck.engine.workload import EngineWorkload
 from schedcheck.faults import CheckerError, SubmissionError
 from schedcheck.sandbox.box import LEVELS
@@ -145,6 +148,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     engine.add_argument("--html", metavar="OUT.html", help="on failure, draw the failing trace")
     engine.add_argument(
+        "--export",
+        metavar="OUT.py",
+        help="on failure, write a pytest file that reproduces it with only the engine and "
+        "pytest installed (docs/findings.md)",
+    )
+    engine.add_argument(
         "--call-timeout",
         type=float,
         default=DEFAULT_CALL_TIMEOUT,
@@ -223,6 +232,9 @@ def engine_command(args: argparse.Namespace) -> int:
         raise
     engine.use(setup)
     features = setup.features(adapter.features)
+    exporter = None
+    if args.export:
+        exporter = partial(export_to, adapter, setup, shown, args.export)
     print(f"engine: {shown}")
     for line in adapter.header(setup):
         print(line)
@@ -239,6 +251,7 @@ def engine_command(args: argparse.Namespace) -> int:
                 setup.modes,
                 setup.block_sizes,
                 args.html,
+                exporter,
             )
         smallest = features.block_sizes[0]
         chunked, how = adapter.prefill(lambda: chunks_prefills(engine, smallest), args.prefill)
@@ -251,7 +264,7 @@ def engine_command(args: argparse.Namespace) -> int:
     finally:
         engine.stop()
     reached = labels(features, setup.modes, setup.reaches)
-    return conclude(args, shown, options, found, reached, checks)
+    return conclude(args, shown, options, found, reached, checks, exporter)
 
 
 def conclude(
@@ -261,6 +274,7 @@ def conclude(
     found: Search,
     labels: tuple[str, ...],
     checks: list[str],
+    exporter: Callable[[EngineVerdict, str], None] | None = None,
 ) -> int:
     """Print what a search reached and its verdict; save and show the counterexample."""
     print(
@@ -284,7 +298,26 @@ def conclude(
     if args.html:
         Path(args.html).write_text(engine_page(verdict))
         print(f"the failing trace, drawn: {args.html}")
+    if exporter is not None:
+        exporter(verdict, f"schedcheck engine {again} --replay {saved}")
     return faults.FAIL
+
+
+def export_to(
+    adapter: Adapter, setup: EngineSetup, shown: str, out: str, verdict: EngineVerdict, again: str
+) -> None:
+    """Write the failure as a test in the engine's own idiom (engine/export.py), or say why
+    none is written: the verdict stands either way."""
+    rendered = adapter.render(setup, verdict.trace)
+    try:
+        if isinstance(rendered, str):
+            raise ValueError(rendered)
+        text = export_test(verdict, rendered, shown, again)
+    except ValueError as e:
+        print(f"schedcheck engine: not exported: {e}", file=sys.stderr)
+        return
+    Path(out).write_text(text)
+    print(f"exported as a test that needs only {rendered.engine} and pytest: {out}")
 
 
 def unsupported(
@@ -348,8 +381,10 @@ def replay(
     modes: tuple[str, ...] = ("",),
     sizes: tuple[int, ...] = (),
     html: str | None = None,
+    exporter: Callable[[EngineVerdict, str], None] | None = None,
 ) -> int:
-    """Run each saved workload; the first that fails is the verdict (drawn into `html`)."""
+    """Run each saved workload; the first that fails is the verdict (drawn into `html`,
+    exported by `exporter`)."""
     try:
         loaded = [(f, EngineWorkload.from_json(Path(f).read_text())) for f in files]
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -378,6 +413,8 @@ def replay(
             if html:
                 Path(html).write_text(engine_page(verdict))
                 print(f"the failing trace, drawn: {html}")
+            if exporter is not None:
+                exporter(verdict, f"schedcheck engine ... --replay {name}")
             return faults.FAIL
     print(f"PASS {root}: every check holds on {len(loaded)} saved workload(s)")
     if html:

@@ -17,6 +17,7 @@ from typing import Any
 from schedcheck import faults
 from schedcheck.drive.driver import describe
 from schedcheck.engine.adapter import EngineSetup, Features
+from schedcheck.engine.export import Rendered
 from schedcheck.engine.nanovllm.build import WORLD, Package, load_package
 from schedcheck.engine.nanovllm.config import (
     OWN_STEP,
@@ -29,6 +30,7 @@ from schedcheck.engine.nanovllm.config import (
     runner_writes,
 )
 from schedcheck.engine.nanovllm.drive import run_engine, traits_of
+from schedcheck.engine.nanovllm.export import render
 from schedcheck.engine.nanovllm.loader import load_engine, preload_imports, read_sources
 from schedcheck.engine.nanovllm.runners import RUNNERS
 from schedcheck.engine.nanovllm.settle import settle
@@ -266,6 +268,9 @@ class NanoVllm:
                 f"their own engine, needs torch: {TORCH}"
             )
         return said
+
+    def render(self, setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
+        return render(setup, trace)
 
     def settle(
         self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from schedcheck import faults
 from schedcheck.engine.adapter import EngineSetup, Features
+from schedcheck.engine.export import Rendered
 from schedcheck.engine.run import bound
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.traits import Traits
@@ -176,6 +177,12 @@ class Vllm:
 
     def undrivable(self, setup: EngineSetup, why: str) -> str:
         return f"{self.shown(setup)} cannot be driven: {why}"
+
+    def render(self, setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
+        return (
+            "its exported test is not written yet (nano-vllm's and the toy engine's are: "
+            "docs/findings.md)"
+        )
 
     def settle(
         self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]

@@ -13,6 +13,7 @@ from typing import Any
 
 from schedcheck import faults
 from schedcheck.engine.adapter import PLAIN, EngineSetup, SetupError
+from schedcheck.engine.export import Rendered
 from schedcheck.engine.run import Run, bound
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import Block, EngineStep, EngineTrace, Pool, Scheduled
@@ -193,6 +194,35 @@ class Toy:
 
     def undrivable(self, setup: EngineSetup, why: str) -> str:
         return f"{self.shown(setup)} cannot be driven: {why}"
+
+    def render(self, setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
+        """Its calls in an exported test: the file's Engine, by its module's name."""
+        c = trace.workload.config
+        sizes = f"{c.num_blocks}, {c.block_size}, {c.max_num_seqs}, {c.max_num_batched_tokens}"
+        return Rendered(
+            engine=f"the toy engine ({setup.package}, beside this test or on sys.path)",
+            imports=f"from {Path(setup.package).stem} import Engine",
+            build_body=f"return Engine({sizes}, {EOS})",
+            add_body="engine.submit(name, list(prompt), max_tokens, not ignore_eos)\nreturn name",
+            step_body=(
+                "ended = {}\n"
+                "for piece in engine.plan():\n"
+                "    tokens = tuple(engine.jobs[piece.rid].tokens)\n"
+                "    if piece.start + piece.count == len(tokens):\n"
+                "        ended[piece.rid] = NEXT[tokens]\n"
+                "engine.commit(ended)"
+            ),
+            pool_body=(
+                "return {\n"
+                '    "blocks": list(engine.refs),\n'
+                '    "free": list(engine.free),\n'
+                '    "used": [page for page, refs in enumerate(engine.refs) if refs > 0],\n'
+                '    "tables": {name: list(engine.jobs[name].pages) for name in requests},\n'
+                "}"
+            ),
+            done_body="return not engine.busy()",
+            outputs_body="return {name: list(engine.jobs[name].output) for name in requests}",
+        )
 
     def settle(
         self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]

@@ -1,0 +1,154 @@
+"""nano-vllm's part of an exported test (engine/export.py): its Scheduler driven as its
+LLMEngine.step() drives it, in its own calls, from a checkout's text alone (nothing of the
+fork runs here).
+
+The test is written to live in the fork's repository and run from its root (`python -m
+pytest`): it imports the fork's `Scheduler`, `Sequence` and `SamplingParams`, builds the
+Scheduler from a namespace of the Config fields it reads (its own Config loads a model's
+config from the hub and asserts a block size of 256), sets `Sequence.block_size` as its
+LLMEngine does, and each step calls `schedule()`, then `postprocess()` with the tokens the
+model gave the positions the fork's runner computes (its generation's rule, runners.py).
+Shapes the export does not write yet say so: a fork driven through its own step, a mixed
+batch, a Sequence of voxcpm's shape, an engine loop that finishes sequences itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from schedcheck.engine.adapter import EngineSetup
+from schedcheck.engine.export import Rendered
+from schedcheck.engine.nanovllm.copyout import CACHED
+from schedcheck.engine.nanovllm.runners import RUNNERS
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.workload import EOS
+
+__all__ = ["render"]
+
+
+def _arguments(source: Path, cls: str, method: str) -> list[str] | None:
+    """The parameter names of `cls.method` in `source`'s text (None: not found)."""
+    try:
+        tree = ast.parse(source.read_text(errors="replace"))
+    except (OSError, SyntaxError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == method:
+                    return [a.arg for a in fn.args.args]
+    return None
+
+
+def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
+    """The fork's calls for the exported test, or why they are not written."""
+    runner = RUNNERS.get(setup.runner)
+    engine = setup.folder / "engine"
+    if trace.traits.runner.name == "own":
+        return (
+            "a failure of its own step (its model runner ran): the exported test drives its "
+            "Scheduler, so export the failure --loop scheduler finds"
+        )
+    if runner is None or runner.decode == "mixed":
+        return "a runner that computes mixed batches (its schedule() returns sequences only)"
+    sequence = _arguments(engine / "sequence.py", "Sequence", "__init__")
+    if sequence is not None and sequence[1:2] == ["seq_id"]:
+        return "a Sequence of nano-vllm-voxcpm's shape (seq_id, token_ids, block_size)"
+    post = _arguments(engine / "scheduler.py", "Scheduler", "postprocess")
+    if post is None:
+        return "a Scheduler without postprocess() (its engine loop finishes sequences itself)"
+    c = trace.workload.config
+    fields = {
+        **setup.config,
+        "max_num_seqs": c.max_num_seqs,
+        "max_num_batched_tokens": c.max_num_batched_tokens,
+        "eos": EOS,
+        "kvcache_block_size": c.block_size,
+        "num_kvcache_blocks": c.num_blocks,
+        "max_model_len": trace.workload.longest(),
+    }
+    config = ",\n".join(f"    {k}={v!r}" for k, v in fields.items())
+    first = (
+        f"min(seq.{runner.start}, len(seq.token_ids) - 1)"
+        if runner.clamp
+        else f"seq.{runner.start}"
+    )
+    end = {
+        "count": f"{first} + seq.{runner.span_field}",
+        "end": f"seq.{runner.span_field} or len(seq.token_ids)",
+        "rest": "len(seq.token_ids)",
+    }[runner.span]
+    p = setup.package
+    params = "temperature=1.0, max_tokens=max_tokens"
+    if "ignore_eos" not in setup.lacks:
+        params += ", ignore_eos=ignore_eos"
+    is_prefill = ", is_prefill" if len(post) >= 4 else ""
+    return Rendered(
+        engine=(
+            f"{setup.package}'s scheduling code and what it imports (run from the checkout's root)"
+        ),
+        imports=(
+            "import sys\n"
+            "from pathlib import Path\n"
+            "from types import ModuleType, SimpleNamespace\n\n"
+            f"# {p}/__init__.py imports its whole engine (torch, transformers, its kernels);\n"
+            "# the scheduler needs none of it: the package is entered without running it\n"
+            f'_package = ModuleType("{p}")\n'
+            f'_package.__path__ = [str(Path("{p}").resolve())]\n'
+            f'sys.modules.setdefault("{p}", _package)\n\n'
+            f"from {p}.engine.scheduler import Scheduler  # noqa: E402\n"
+            f"from {p}.engine.sequence import Sequence  # noqa: E402\n"
+            f"from {p}.sampling_params import SamplingParams  # noqa: E402"
+        ),
+        helpers=(
+            "def computed(seq, is_prefill):\n"
+            f'    """The tokens whose last position its runner computes this step:\n'
+            f'    {runner.describe()}."""\n'
+            "    if not is_prefill:\n"
+            "        return tuple(seq.token_ids)\n"
+            f"    return tuple(seq.token_ids[: {end}])\n\n\n"
+            "def cached(manager):\n"
+            '    """Freed blocks kept for their hash apart from the free list."""\n'
+            f"    for name in {CACHED!r}:\n"
+            "        kept = getattr(manager, name, None)\n"
+            "        if kept is not None:\n"
+            "            return sorted(kept.values() if isinstance(kept, dict) else kept)\n"
+            "    return []"
+        ),
+        build_body=(
+            f"config = SimpleNamespace(\n{config},\n)\n"
+            f"Sequence.block_size = {c.block_size}  # as its LLMEngine sets it\n"
+            "return Scheduler(config)"
+        ),
+        add_body=(
+            f"seq = Sequence(list(prompt), SamplingParams({params}))\nengine.add(seq)\nreturn seq"
+        ),
+        step_body=(
+            "seqs, is_prefill = engine.schedule()[:2]\n"
+            "tokens = [NEXT[computed(seq, is_prefill)] for seq in seqs]\n"
+            f"engine.postprocess(seqs, tokens{is_prefill})"
+        ),
+        pool_body=(
+            "manager = engine.block_manager\n"
+            "return {\n"
+            '    "blocks": [block.ref_count for block in manager.blocks],\n'
+            '    "free": list(manager.free_block_ids),\n'
+            '    "used": list(manager.used_block_ids),\n'
+            '    "cached": cached(manager),\n'
+            '    "tables": {name: list(seq.block_table) for name, seq in requests.items()},\n'
+            "}"
+        ),
+        done_body="return engine.is_finished()",
+        outputs_body=(
+            "prompts = {n: p for arriving in ARRIVALS.values() for n, p, *_ in arriving}\n"
+            "return {n: list(seq.token_ids[len(prompts[n]) :]) for n, seq in requests.items()}"
+        ),
+        replaced=(
+            "its Config, by a namespace of the fields its Scheduler reads (its own loads a "
+            "model's config and asserts a block size of 256; the workload's blocks are small "
+            "so that its code paths are reached in a few tokens)",
+            "its model runner and model: the tokens each step's sequences get are read from "
+            "NEXT, for the positions its runner computes",
+        ),
+    )
