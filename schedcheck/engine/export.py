@@ -137,6 +137,14 @@ def _covered(trace: EngineTrace, step: int) -> None:
         )
 
 
+def _literal(name: str, entries: list[str]) -> str:
+    """`NAME = {...}` on one line, or an entry a line where that is too long to read."""
+    one = f"{name} = {{{', '.join(entries)}}}"
+    if len(one) <= 88:
+        return one
+    return f"{name} = {{\n" + "".join(f"    {e},\n" for e in entries) + "}"
+
+
 def _indent(body: str) -> str:
     return "\n".join(f"    {line}" if line else "" for line in body.strip("\n").splitlines())
 
@@ -172,7 +180,6 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
     scenario = "\n".join(f"# {line}" for line in workload_lines(w))
     message = str(violation).replace('"""', "'''")
     steps = bound(w)
-    arriving = ", ".join(f"{n}: [{', '.join(a)}]" for n, a in sorted(arrivals.items()))
     intro = (
         "Found by schedcheck (`schedcheck engine`), exported as a test that needs only the "
         f"engine and pytest: {rendered.engine}. Run: python -m pytest THIS_FILE."
@@ -201,8 +208,8 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         "",
         rendered.imports.strip(),
         "",
-        f"NEXT = {{{', '.join(f'{p!r}: {t}' for p, t in table.items())}}}",
-        f"ARRIVALS = {{{arriving}}}",
+        _literal("NEXT", [f"{p!r}: {t}" for p, t in table.items()]),
+        _literal("ARRIVALS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(arrivals.items())]),
         f"STEPS = {steps}  # every request finishes within these (a generous bound)",
     ]
     if check == "E7":

@@ -7,7 +7,8 @@ cache was cleared and when the device finished a batch early; the pools after ea
 who was running and waiting (a request running after one step and waiting after the next
 was preempted; one computed again from below where it had reached, without a wait between,
 was preempted and resumed within one schedule()), who finished (and the outputs say why),
-and, where steps overlap (vLLM's async scheduling), each request's progress. A feature that
+and, where steps overlap (vLLM's async scheduling), each request's progress: the tokens that
+landed at a step's update and the step that sampled them, those a schedule() dropped. A feature that
 adds a kind of event (drafts, transfers, sessions, KV cache groups) adds it here, from the
 trace data it adds (drafts roll a request back without a preemption: they will say so).
 """
@@ -22,8 +23,10 @@ from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 __all__ = [
     "ABORT",
     "ARRIVE",
+    "DROPPED",
     "EARLY",
     "FINISH",
+    "LANDED",
     "PREEMPT",
     "RESET",
     "Counters",
@@ -34,13 +37,15 @@ __all__ = [
     "said",
 ]
 
-ARRIVE, ABORT, RESET, PREEMPT, FINISH, EARLY = (
+ARRIVE, ABORT, RESET, PREEMPT, FINISH, EARLY, LANDED, DROPPED = (
     "arrives",
     "aborted",
     "prefix cache cleared",
     "preempted",
     "finishes",
     "device early",
+    "tokens landed",
+    "tokens in flight dropped",
 )
 
 
@@ -84,6 +89,7 @@ def events(trace: EngineTrace) -> list[Event]:
     found: list[Event] = []
     before: Pool | None = None
     reached: dict[str, int] = {}  # the end of what each request computed so far
+    flights: dict[str, list[int]] = {}  # the steps each request's tokens in flight were sampled at
     for step in trace.steps:
         n = step.step
         if n in w.resets:
@@ -96,6 +102,7 @@ def events(trace: EngineTrace) -> list[Event]:
                 when = "during the step" if r.abort_in_step else "before the step"
                 found.append(Event(n, ABORT, r.name, when))
         now = _after(step)
+        found.extend(_in_flight(n, before, step, flights))
         for seq in step.scheduled:
             # computing again below what it had computed, with no wait between: preempted
             # and resumed within the step's schedule() (a reset, then its re-admission)
@@ -118,6 +125,36 @@ def events(trace: EngineTrace) -> list[Event]:
                 found.append(Event(n, FINISH, name, finish_reason(request, tuple(out), w)))
         before = now
     return found
+
+
+def _in_flight(
+    n: int, before: Pool | None, step: EngineStep, flights: dict[str, list[int]]
+) -> list[Event]:
+    """Where steps overlap (the pools carry progress): the tokens each request got in
+    flight at this step's schedule(), those dropped there (a preemption, a reset), and
+    those that landed at its update, named by the step that sampled them (oldest first)."""
+
+    def flying(pool: Pool | None) -> dict[str, int]:
+        return {} if pool is None else {p.name: p.in_flight for p in pool.progress}
+
+    was, scheduled = flying(before), flying(step.after_schedule)
+    after = flying(step.after_postprocess) if step.after_postprocess is not None else scheduled
+    found = []
+    for name in sorted(set(was) | set(scheduled) | set(after)):
+        queue = flights.setdefault(name, [])
+        first, second, third = was.get(name, 0), scheduled.get(name, 0), after.get(name, 0)
+        if second < first:
+            gone = [queue.pop(0) for _ in range(min(first - second, len(queue)))]
+            found.append(Event(n, DROPPED, name, f"sampled at step {_steps(gone)}"))
+        queue.extend([n] * max(second - first, 0))
+        if third < second:
+            gone = [queue.pop(0) for _ in range(min(second - third, len(queue)))]
+            found.append(Event(n, LANDED, name, f"sampled at step {_steps(gone)}"))
+    return found
+
+
+def _steps(steps: list[int]) -> str:
+    return ", ".join(str(s) for s in sorted(set(steps))) or "?"
 
 
 class Counters(NamedTuple):

@@ -44,6 +44,6 @@ def test_the_report_shows_the_mode_the_length_cap_the_resets_and_steps_that_only
     assert "| 8 | - | update only | - | [] |" in text
     assert "| 7 | - | mixed | - | [] |" in text  # an empty schedule() is a step of its own
     # the step's events: the reset, the abort during the step, the batch done early
-    assert "| 4 | prefix cache cleared (at the start of the step, requests running) |" in text
-    assert "| 3 | r1 aborted (during the step) |" in text
+    assert "| 4 | prefix cache cleared (at the start of the step, requests running); " in text
+    assert "| 3 | r1 aborted (during the step); r1 tokens landed (sampled at step 2); " in text
     assert "| 2 | device early (the batch done before the engine core looked); r2 arrives |" in text

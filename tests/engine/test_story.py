@@ -67,6 +67,20 @@ def e11_after_a_reset() -> EngineTrace:
     return _with_pool(trace, 3, progress=progress)
 
 
+def test_tokens_in_flight_land_or_are_dropped_named_by_the_step_that_sampled_them() -> None:
+    trace = recorded("vllm/async_trace.json")
+    events = said(trace)
+    assert (3, "r1 tokens landed (sampled at step 2)") in events
+    assert (5, "r2 tokens landed (sampled at step 4, 5)") in events  # it finished: both
+    steps = list(trace.steps)
+    pool = steps[2].after_schedule
+    dropped = tuple(p._replace(in_flight=0) if p.name == "r1" else p for p in pool.progress)
+    steps[2] = dataclasses.replace(steps[2], after_schedule=pool._replace(progress=dropped))
+    changed = said(dataclasses.replace(trace, steps=tuple(steps)))
+    assert (3, "r1 tokens in flight dropped (sampled at step 2)") in changed
+    assert not any("landed" in e or "dropped" in e for _, e in said(recorded("sglang/trace.json")))
+
+
 def test_a_reset_an_abort_during_a_step_and_an_early_batch_are_events() -> None:
     trace = recorded("vllm/trace.json")
     requests = list(trace.workload.requests)
