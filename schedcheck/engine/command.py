@@ -23,7 +23,7 @@ from schedcheck import faults
 from schedcheck.engine import registry
 from schedcheck.engine.adapter import PLAIN, Adapter, EngineSetup, Features, SetupError
 from schedcheck.engine.checks import POLICIES, active
-from schedcheck.engine.export import export_test
+from schedcheck.engine.export import export_test, issue_text
 from schedcheck.engine.html import engine_page
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
@@ -149,9 +149,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     engine.add_argument("--html", metavar="OUT.html", help="on failure, draw the failing trace")
     engine.add_argument(
         "--export",
-        metavar="OUT.py",
+        metavar="OUT.py|OUT.md",
         help="on failure, write a pytest file that reproduces it with only the engine and "
-        "pytest installed (docs/findings.md)",
+        "pytest installed; OUT.md: the text of a report to file upstream, the test beside it "
+        "(docs/findings.md)",
     )
     engine.add_argument(
         "--call-timeout",
@@ -307,8 +308,16 @@ def export_to(
     adapter: Adapter, setup: EngineSetup, shown: str, out: str, verdict: EngineVerdict, again: str
 ) -> None:
     """Write the failure as a test in the engine's own idiom (engine/export.py), or say why
-    none is written: the verdict stands either way."""
+    none is written: the verdict stands either way. OUT.md: the text of an upstream report
+    instead (with the test beside it, OUT.py, where one is written)."""
     rendered = adapter.render(setup, verdict.trace)
+    if out.endswith(".md"):
+        test = out[: -len(".md")] + ".py"
+        export_to(adapter, setup, shown, test, verdict, again)
+        written = None if isinstance(rendered, str) or not Path(test).exists() else test
+        Path(out).write_text(issue_text(verdict, shown, again, written))
+        print(f"the report to file upstream: {out}")
+        return
     try:
         if isinstance(rendered, str):
             raise ValueError(rendered)

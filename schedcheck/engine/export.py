@@ -32,6 +32,7 @@ __all__ = [
     "POOL_PROBLEM",
     "Rendered",
     "export_test",
+    "issue_text",
     "model_table",
     "plain_pool",
     "pool_problem",
@@ -277,3 +278,58 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
             "        )",
         ]
     return "\n".join(lines) + "\n"
+
+
+def issue_text(verdict: EngineVerdict, shown: str, command: str, test: str | None) -> str:
+    """A report to file with the engine's maintainers (docs/findings.md, "Ready to file"):
+    what was run, what was expected and what happened, the scenario, and the exported test;
+    where in the engine's code is left for the person who reads it there to fill in."""
+    violation, trace = verdict.violations[0], verdict.trace
+    info = CATALOGUE[violation.check]
+    events = [f"- step {e.step}: {story.said(e)}" for e in story.events(trace)][:40]
+    return "\n".join(
+        [
+            f"# {info.title[0].upper()}{info.title[1:]}: {violation.message}",
+            "",
+            "## Environment",
+            "",
+            f"- engine: {shown}",
+            "- found by schedcheck (`schedcheck engine`), on a CPU, with a simulated model: each "
+            "step's tokens come from a fixed function of the sequence so far",
+            "",
+            "## Expected",
+            "",
+            f"{info.title[0].upper()}{info.title[1:]} (schedcheck's {violation.check}).",
+            "",
+            "## Actual",
+            "",
+            str(violation),
+            "",
+            f"Symptom: {info.symptom}.",
+            "",
+            "## Scenario",
+            "",
+            "```",
+            *workload_lines(trace.workload),
+            "```",
+            "",
+            *events,
+            "",
+            "## To reproduce",
+            "",
+            (
+                f"The test `{test}` reproduces it with only the engine and pytest "
+                "(run it from the engine's checkout)."
+                if test
+                else "No test was exported for this check; schedcheck re-runs it:"
+            ),
+            "",
+            f"    {command}",
+            "",
+            "## Where in the code",
+            "",
+            "Not read yet: fill in the file and line before filing (a finding is believed only "
+            "once read in the engine's code).",
+            "",
+        ]
+    )

@@ -153,6 +153,25 @@ def test_an_exported_e6_or_e7_fails_on_the_fork_and_passes_on_the_correct_engine
     assert run_test(test, repository(CORRECT, tmp_path / "fixed")).returncode == 0
 
 
+def test_an_md_export_is_the_report_to_file_with_its_test_beside_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report.md"
+    root = str(checkout(mutant("block_freed_twice")))
+    assert main(["engine", root, "--in-process", "--export", str(out)]) == faults.FAIL
+    text = out.read_text()
+    assert text.startswith("# The block pool adds up: block ")
+    for part in ("## Expected", "## Actual", "E3 at step", "## Scenario", "r1 arrives"):
+        assert part in text, part
+    assert f"The test `{tmp_path / 'report.py'}` reproduces it" in text
+    assert (tmp_path / "report.py").exists() and "Not read yet" in text
+    e1 = tmp_path / "e1.md"
+    root = str(checkout(mutant("full_prompt_hit")))
+    assert main(["engine", root, "--in-process", "--export", str(e1)]) == faults.FAIL
+    assert "No test was exported for this check" in e1.read_text()
+    assert not (tmp_path / "e1.py").exists()
+
+
 def test_a_check_the_test_cannot_say_is_not_exported_and_the_verdict_stands(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
