@@ -235,7 +235,8 @@ def engine_command(args: argparse.Namespace) -> int:
     features = setup.features(adapter.features)
     exporter = None
     if args.export:
-        exporter = partial(export_to, adapter, setup, shown, args.export)
+        rerun = " ".join(shlex.quote(x) for x in [args.path or "", *options] if x)
+        exporter = partial(export_to, adapter, setup, shown, args.export, rerun=rerun)
     print(f"engine: {shown}")
     for line in adapter.header(setup):
         print(line)
@@ -300,20 +301,27 @@ def conclude(
         Path(args.html).write_text(engine_page(verdict))
         print(f"the failing trace, drawn: {args.html}")
     if exporter is not None:
-        exporter(verdict, f"schedcheck engine {again} --replay {saved}")
+        exporter(verdict, str(saved))
     return faults.FAIL
 
 
 def export_to(
-    adapter: Adapter, setup: EngineSetup, shown: str, out: str, verdict: EngineVerdict, again: str
+    adapter: Adapter,
+    setup: EngineSetup,
+    shown: str,
+    out: str,
+    verdict: EngineVerdict,
+    saved: str,
+    rerun: str = "",
 ) -> None:
     """Write the failure as a test in the engine's own idiom (engine/export.py), or say why
     none is written: the verdict stands either way. OUT.md: the text of an upstream report
     instead (with the test beside it, OUT.py, where one is written)."""
+    again = f"schedcheck engine {rerun} --replay {saved}"
     rendered = adapter.render(setup, verdict.trace)
     if out.endswith(".md"):
         test = out[: -len(".md")] + ".py"
-        export_to(adapter, setup, shown, test, verdict, again)
+        export_to(adapter, setup, shown, test, verdict, saved, rerun)
         written = None if isinstance(rendered, str) or not Path(test).exists() else test
         Path(out).write_text(issue_text(verdict, shown, again, written))
         print(f"the report to file upstream: {out}")
@@ -423,7 +431,7 @@ def replay(
                 Path(html).write_text(engine_page(verdict))
                 print(f"the failing trace, drawn: {html}")
             if exporter is not None:
-                exporter(verdict, f"schedcheck engine ... --replay {name}")
+                exporter(verdict, name)
             return faults.FAIL
     print(f"PASS {root}: every check holds on {len(loaded)} saved workload(s)")
     if html:

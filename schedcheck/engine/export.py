@@ -207,11 +207,13 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         scenario,
         *events,
         "",
+        "import signal",
         rendered.imports.strip(),
         "",
         _literal("NEXT", [f"{p!r}: {t}" for p, t in table.items()]),
         _literal("ARRIVALS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(arrivals.items())]),
         f"STEPS = {steps}  # every request finishes within these (a generous bound)",
+        "STEP_SECONDS = 10  # a step that takes longer hangs (schedcheck's E6)",
     ]
     if check == "E7":
         expected = {r.name: list(w.alone(r)) for r in w.requests}
@@ -247,6 +249,14 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         lines += [f"def outputs(engine, requests):\n{_indent(rendered.outputs_body)}", "", ""]
     last = max(arrivals)
     lines += [
+        "class Hung(Exception):",
+        '    """A call into the engine that did not return."""',
+        "",
+        "",
+        "def hung(signum, frame):",
+        '    raise Hung(f"a step did not return within {STEP_SECONDS} s")',
+        "",
+        "",
         *rendered.decorators,
         f"def test_{_slug(info.title)}():",
         f'    """{info.title[0].upper()}{info.title[1:]} (schedcheck\'s {check})."""',
@@ -256,9 +266,13 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         "            requests[name] = add(engine, name, prompt, max_tokens, ignore_eos)",
         f"        if n > {last} and done(engine, requests):",
         "            break",
-        "        step(engine, requests)  # E6: it raises nothing"
-        if check == "E6"
-        else "        step(engine, requests)",
+        "        signal.signal(signal.SIGALRM, hung)",
+        "        signal.alarm(STEP_SECONDS)",
+        "        try:",
+        "            step(engine, requests)"
+        + ("  # E6: it raises nothing" if check == "E6" else ""),
+        "        finally:",
+        "            signal.alarm(0)",
     ]
     if check == "E3":
         lines += [

@@ -50,8 +50,8 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
             "a failure of its own step (its model runner ran): the exported test drives its "
             "Scheduler, so export the failure --loop scheduler finds"
         )
-    if runner is None or runner.decode == "mixed":
-        return "a runner that computes mixed batches (its schedule() returns sequences only)"
+    if runner is None:
+        return f"a runner schedcheck does not know ({setup.runner})"
     sequence = _arguments(engine / "sequence.py", "Sequence", "__init__")
     if sequence is not None and sequence[1:2] == ["seq_id"]:
         return "a Sequence of nano-vllm-voxcpm's shape (seq_id, token_ids, block_size)"
@@ -84,6 +84,20 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     if "ignore_eos" not in setup.lacks:
         params += ", ignore_eos=ignore_eos"
     is_prefill = ", is_prefill" if len(post) >= 4 else ""
+    step = (
+        "seqs, is_prefill = engine.schedule()[:2]\n"
+        "tokens = [NEXT[computed(seq, is_prefill)] for seq in seqs]\n"
+        f"engine.postprocess(seqs, tokens{is_prefill})"
+    )
+    if runner.decode == "mixed":  # one batch of both kinds: sequences only, tokens by index
+        step = (
+            "seqs = list(engine.schedule())\n"
+            "ended = [\n"
+            "    i for i, seq in enumerate(seqs) if computed(seq, True) == tuple(seq.token_ids)\n"
+            "]\n"
+            "tokens = [NEXT[tuple(seqs[i].token_ids)] for i in ended]\n"
+            "engine.postprocess(seqs, tokens, ended)"
+        )
     return Rendered(
         engine=(
             f"{setup.package}'s scheduling code and what it imports (run from the checkout's root)"
@@ -124,11 +138,7 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         add_body=(
             f"seq = Sequence(list(prompt), SamplingParams({params}))\nengine.add(seq)\nreturn seq"
         ),
-        step_body=(
-            "seqs, is_prefill = engine.schedule()[:2]\n"
-            "tokens = [NEXT[computed(seq, is_prefill)] for seq in seqs]\n"
-            f"engine.postprocess(seqs, tokens{is_prefill})"
-        ),
+        step_body=step,
         pool_body=(
             "manager = engine.block_manager\n"
             "return {\n"
