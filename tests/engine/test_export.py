@@ -20,7 +20,7 @@ from schedcheck.cli.main import main
 from schedcheck.engine import registry
 from schedcheck.engine.export import POOL_PROBLEM, plain_pool, pool_problem
 from schedcheck.engine.trace import Block, Pool
-from tests.engine_subjects.catalogue import CORRECT, MUTANTS, checkout
+from tests.engine_subjects.catalogue import CORRECT, MUTANTS, SHAPES, checkout
 
 # A nano-vllm checkout has a config.py (the engine written here leaves it to the checker):
 # the exported test imports the fork's scheduler, which imports its Config
@@ -151,6 +151,26 @@ def test_an_exported_e6_or_e7_fails_on_the_fork_and_passes_on_the_correct_engine
     wanted = "two running" if check == "E6" else "produced"
     assert failed.returncode == 1 and wanted in failed.stdout, failed.stdout
     assert run_test(test, repository(CORRECT, tmp_path / "fixed")).returncode == 0
+
+
+def test_a_mixed_batch_fork_s_export_fails_on_its_bug_and_passes_without_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A fork in vLLM v1's style (schedule() returns one mixed batch; postprocess() takes
+    tokens by index, tang-jiapeng's shape) with a block freed twice: its test drives that
+    shape and fails; over the correct block manager it passes."""
+    shape = next(s for s in SHAPES if s.stem == "mixed_batch")
+    fixed = repository(checkout(shape), tmp_path / "fixed")
+    buggy = repository(checkout(shape), tmp_path / "buggy")
+    manager = buggy / "nanovllm" / "engine" / "block_manager.py"
+    manager.rename(manager.with_name("_correct_block_manager.py"))
+    manager.write_text(mutant("block_freed_twice").read_text())
+    test = tmp_path / "test_mixed.py"
+    text = export(["engine", str(buggy), "--runner", "mixed"], test, capfd)
+    assert "seqs = list(engine.schedule())" in text
+    failed = run_test(test, buggy)
+    assert failed.returncode == 1 and "AssertionError: after step" in failed.stdout, failed.stdout
+    assert run_test(test, fixed).returncode == 0
 
 
 def test_an_md_export_is_the_report_to_file_with_its_test_beside_it(
