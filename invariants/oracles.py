@@ -133,11 +133,27 @@ def _step_divergence(want: Step, have: Step) -> tuple[str, str] | None:
     return None
 
 
+LISTED = 12  # a queue longer than this is told by where it differs, not listed whole
+
+
+def _long_lists(field: str, want: tuple[str, ...], have: tuple[str, ...]) -> str:
+    """Two long queues (a marathon's thousand finished) told apart in a line."""
+    said = f"{field} holds {len(have)} sequences; the reference's holds {len(want)}"
+    at = next((i for i, (w, h) in enumerate(zip(want, have, strict=False)) if w != h), None)
+    if at is not None:
+        said += f"; they differ first at {at}: {have[at]!r}, the reference's {want[at]!r}"
+    elif have and want:
+        said += f"; each from {have[0]!r}"
+    return said
+
+
 def state_divergence(want: State, have: State) -> str:
     """The first difference between two states, in words ('' if none)."""
     for field in ("waiting", "running", "finished", "blocks_used", "num_preemptions"):
         w, h = getattr(want, field), getattr(have, field)
         if w != h:
+            if isinstance(w, tuple) and max(len(w), len(h)) > LISTED:
+                return _long_lists(field, w, h)
             show = (lambda x: list(x)) if isinstance(w, tuple) else (lambda x: x)
             return f"{field} is {show(h)}; the reference has {show(w)}"
     for seq_id, w_seq in want.seqs.items():

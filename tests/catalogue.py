@@ -7,6 +7,7 @@ from pathlib import Path
 
 from schedcheck.drive.standalone import (
     found_by_the_larger_stage,
+    found_by_the_marathon,
     found_by_two_schedulers,
     inline_reference,
     reference_file,
@@ -18,6 +19,7 @@ __all__ = [
     "HANGING",
     "ROOT",
     "found_by_the_larger_stage",
+    "found_by_the_marathon",
     "found_by_two_schedulers",
     "inline_reference",
     "reference_file",

@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast
 
 from schedcheck.faults import CheckerError, Failure
 from schedcheck.invariants.liveness import liveness_bound
-from schedcheck.model.trace import Sample, SeqState, State, Step, Trace, Update
+from schedcheck.model.trace import Sample, SeqState, State, Step, Trace, Update, counters
 from schedcheck.model.workload import Request, Script, Workload
 
 _T = TypeVar("_T")
@@ -201,14 +201,14 @@ class Driver:
         dict.clear(returned)
         return pairs
 
-    def update(self) -> Update:
+    def update(self, whole: bool = True) -> Update:
         returned = self.call(read(self.sched, "update", "Scheduler"))
         if type(returned) is not list:
             raise ContractError(
                 f"update() must return a list, got {type(returned).__name__} {show(returned)}"
             )
         finished = self._ids(returned, "the list update() returned")
-        return Update(finished, self.recorder.take(), self.snapshot())
+        return Update(finished, self.recorder.take(), self.snapshot(whole))
 
     def _ids(self, queue: list[Any] | deque[Any], what: str) -> tuple[str, ...]:
         # The built-in iterators: a subclass could not be here, but be explicit about it.
@@ -223,8 +223,15 @@ class Driver:
             ids.append(seq_id)
         return tuple(ids)
 
-    def snapshot(self) -> State:
+    def snapshot(self, whole: bool = True) -> State:
+        """The scheduler's state, copied; not `whole`: its counters alone (a long run's
+        steps between samples: Workload.sample_every)."""
         sched = self.sched
+        if not whole:
+            return counters(
+                plain_int(read(sched, "blocks_used", "Scheduler"), "Scheduler.blocks_used"),
+                plain_int(read(sched, "num_preemptions", "Scheduler"), "Scheduler.num_preemptions"),
+            )
         queues = []
         for name in ("waiting", "running", "finished"):
             queue = read(sched, name, "Scheduler")
@@ -296,11 +303,25 @@ class _Calls:
 
     driver: Driver  # set once Scheduler() returned
 
-    def __init__(self, on_call: OnCall | None, of: str = "") -> None:
+    def __init__(
+        self, on_call: OnCall | None, of: str = "", workload: Workload | None = None
+    ) -> None:
         self.where: tuple[int, str] = (0, "Scheduler()" + of)
         self.on_call = on_call
         self.of = of  # which scheduler, where two are alive at once: " of scheduler B"
         self.steps: list[Step] = []
+        # a long run's sampling (Workload.sample_every) and the requests finished so far
+        self.every = workload.sample_every if workload is not None else 0
+        self.total = len(workload.requests) if workload is not None else 0
+        self.done = 0
+
+    def whole(self, number: int) -> bool:
+        """Whether step `number`'s states are copied whole (else its counters alone)."""
+        return not self.every or number % self.every == 0
+
+    def all_done(self) -> bool:
+        """A long run's end: every request finished, by update()'s own word."""
+        return self.done >= self.total
 
     def enter(self, number: int, call: str) -> None:
         self.where = (number, call + self.of)
@@ -324,18 +345,28 @@ class _Calls:
         number = len(self.steps) + 1
         self.enter(number, "schedule()")
         scheduled = self.driver.schedule()
-        self.steps.append(Step(number, arrivals, scheduled, self.driver.snapshot(), None))
+        state = self.driver.snapshot(self.whole(number))
+        self.steps.append(Step(number, arrivals, scheduled, state, None))
+
+    def _update(self) -> Update:
+        number = len(self.steps)
+        update = self.driver.update(self.whole(number))
+        self.done += len(update.finished)
+        if self.every and self.all_done() and not self.whole(number):
+            update = replace(update, after=self.driver.snapshot())  # the end, whole
+        return update
 
     def update(self) -> Step:
         """A step's second half: update()."""
         self.enter(len(self.steps), "update()")
-        self.steps[-1] = replace(self.steps[-1], update=self.driver.update())
+        s = self.steps[-1]  # built anew, not dataclasses.replace: a long run's hot path
+        self.steps[-1] = Step(s.number, s.arrivals, s.schedule, s.scheduled, self._update())
         return self.steps[-1]
 
     def again(self) -> Step:
         """update() once more, with no schedule() since the last one."""
         self.enter(len(self.steps), "update() again")
-        self.steps[-1] = replace(self.steps[-1], again=self.driver.update())
+        self.steps[-1] = replace(self.steps[-1], again=self._update())
         return self.steps[-1]
 
 
@@ -345,7 +376,7 @@ def _traced(
     """The trace of Scheduler() and then `body`'s calls into `impl`; a contract broken or
     the memory cap hit (wherever it struck: the cap is the implementation's) ends it as
     the failure of the call under way (C1)."""
-    calls = _Calls(on_call)
+    calls = _Calls(on_call, workload=workload)
     try:
         calls.enter(0, "Scheduler()")
         calls.driver = Driver(impl, workload)
@@ -375,7 +406,10 @@ def run(
     def body(calls: _Calls) -> None:
         steps = calls.steps
         for number in range(1, bound + 1):
-            if _done(steps, workload, number, max_tokens):
+            if calls.every:  # a long run: its end told by update()'s lists, not the state
+                if number > workload.last_arrival() and calls.all_done():
+                    break
+            elif _done(steps, workload, number, max_tokens):
                 break
             arrived = arrivals.get(number, [])
             for request in arrived:

@@ -144,6 +144,8 @@ class Isolated(Sandbox):
                     break
                 if kind == "step":
                     steps[_of(message["step"], workloads)].append(Step.from_dict(message["step"]))
+                elif kind == "steps":  # a long run's, in a batch
+                    steps[0].extend(Step.from_dict(step) for step in message["steps"])
                 elif kind == "end":
                     for step in message["rest"]:
                         steps[_of(step, workloads)].append(Step.from_dict(step))

@@ -76,3 +76,9 @@ def found_by_the_larger_stage(mutant: Path) -> bool:
     """Whether a catalogued mutant's docstring says only the larger stage finds it (a bug
     of size): its search is that stage's (strategies/large.py), not the ordinary one's."""
     return "found by the larger stage" in mutant.read_text()
+
+
+def found_by_the_marathon(mutant: Path) -> bool:
+    """Whether a catalogued mutant's docstring says only the marathon finds it (a cap past a
+    thousand: issue 47): its search is that run's (strategies/large.py's marathon)."""
+    return "found by the marathon" in mutant.read_text()

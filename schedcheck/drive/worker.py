@@ -37,10 +37,13 @@ class Driving(NamedTuple):
     play: Callable[..., Any]
     workload: Callable[[dict[str, Any]], Workload]
     step_dict: Callable[[Step], dict[str, Any]]
+    step_wire: Callable[[Step], Any]  # a long run's steps, as its batches carry them
 
 
 def driving() -> Driving:
-    return Driving(contract_problems, run, run_pair, play, Workload.from_dict, Step.to_dict)
+    return Driving(
+        contract_problems, run, run_pair, play, Workload.from_dict, Step.to_dict, Step.to_wire
+    )
 
 
 def load_submission(path: str, source: bytes) -> types.ModuleType:
@@ -68,10 +71,15 @@ class SchedulerWorker(Worker):
         self.drive = drive or driving()
         self.sent = 0  # steps of the current run already streamed
         self.sents = [0, 0]  # the same, of each scheduler of a pair
+        self.batch = 0  # steps sent a message at a time (a long run's); 0: each alone
+        self.pending: list[Any] = []
 
     def op_run(self, request: dict[str, Any]) -> None:
         workload = self.drive.workload(request["workload"])
         self.sent = 0
+        # a long run's steps go in batches of its sampling's length (tens of thousands of
+        # messages would cost more than the run): a death loses at most one batch
+        self.batch = workload.sample_every
         self.end(self.drive.run(self.module, workload, None, self.heartbeat, self.step_done))
 
     def op_play(self, request: dict[str, Any]) -> None:
@@ -99,6 +107,10 @@ class SchedulerWorker(Worker):
         self.send(kind="end", rest=rest, failure=failure)
 
     def end(self, trace: Trace) -> None:
+        self.batch = 0
+        if self.pending:
+            self.send(kind="steps", steps=self.pending)
+            self.pending = []
         failure = None if trace.failure is None else self.tools.fields(trace.failure)
         # A failure mid-step leaves a step the stream never carried: send it with the end.
         rest = [self.drive.step_dict(step) for step in trace.steps[self.sent :]]
@@ -106,7 +118,13 @@ class SchedulerWorker(Worker):
 
     def step_done(self, step: Step) -> None:
         self.sent += 1
-        self.send(kind="step", step=self.drive.step_dict(step))
+        if not self.batch:
+            self.send(kind="step", step=self.drive.step_dict(step))
+            return
+        self.pending.append(self.drive.step_wire(step))
+        if len(self.pending) >= self.batch:
+            self.send(kind="steps", steps=self.pending)
+            self.pending = []
 
     def of_done(self, of: int, step: Step) -> None:
         self.sents[of] += 1

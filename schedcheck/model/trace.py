@@ -6,6 +6,7 @@ cannot change later, cannot lie about equality, and crosses a process boundary a
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -45,7 +46,13 @@ class State:
         end (A1 at the update() that reached it), and every step after only grows it."""
         return any(len(s.output) > max_tokens[k] for k, s in self.seqs.items())
 
-    def to_dict(self) -> dict[str, Any]:
+    def light(self) -> bool:
+        """Its counters alone: a long run's state between samples (or an empty scheduler's)."""
+        return not self.seqs and not self.waiting and not self.running and not self.finished
+
+    def to_dict(self) -> dict[str, Any] | list[int]:
+        if self.light():
+            return [self.blocks_used, self.num_preemptions]  # counters alone: a long run's
         return {
             "seqs": {k: list(v) for k, v in self.seqs.items()},
             "waiting": list(self.waiting),
@@ -56,7 +63,9 @@ class State:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> State:
+    def from_dict(cls, data: dict[str, Any] | list[int]) -> State:
+        if isinstance(data, list):
+            return counters(int(data[0]), int(data[1]))
         seqs = {
             k: SeqState(str(s), int(c), int(t), int(b), tuple(map(int, out)))
             for k, (s, c, t, b, out) in data["seqs"].items()
@@ -69,6 +78,13 @@ class State:
             blocks_used=int(data["blocks_used"]),
             num_preemptions=int(data["num_preemptions"]),
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def counters(blocks_used: int, num_preemptions: int) -> State:
+    """A state of its counters alone (a long run's step between samples: the driver reads
+    no more), one object per pair of values: tens of thousands of steps share a few."""
+    return State({}, (), (), (), blocks_used, num_preemptions)
 
 
 class Sample(NamedTuple):
@@ -120,6 +136,27 @@ class Step:
             return self.again.after
         return self.scheduled if self.update is None else self.update.after
 
+    def to_wire(self) -> dict[str, Any] | list[Any]:
+        """As sent in a long run's batches: a step between samples (its counters alone) as a
+        list, tens of thousands of them; any other as to_dict. from_dict reads both."""
+        u = self.update
+        if (
+            u is None
+            or self.again is not None
+            or u.samples
+            or not self.scheduled.light()
+            or not u.after.light()
+        ):
+            return self.to_dict()
+        return [
+            self.number,
+            list(self.arrivals),
+            [list(x) for x in self.schedule],
+            self.scheduled.to_dict(),
+            list(u.finished),
+            u.after.to_dict(),
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "number": self.number,
@@ -131,7 +168,16 @@ class Step:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Step:
+    def from_dict(cls, data: dict[str, Any] | list[Any]) -> Step:
+        if isinstance(data, list):
+            number, arrivals, schedule, scheduled, finished, after = data
+            return cls(
+                int(number),
+                tuple(arrivals),
+                tuple((str(k), int(v)) for k, v in schedule),
+                State.from_dict(scheduled),
+                Update(tuple(finished), (), State.from_dict(after)),
+            )
         update, again = data["update"], data["again"]
         return cls(
             number=int(data["number"]),

@@ -59,8 +59,18 @@ class Workload:
     model: TokenModel = field(default_factory=TokenModel)
     reupdate: bool = False
     omit_defaults: bool = False
+    # A long run (issue 47): the driver copies the whole state only at every `sample_every`-th
+    # call's step and once every request finished; at the others the counters alone
+    # (blocks_used, num_preemptions), so that a run of tens of thousands of steps over
+    # thousands of requests stays cheap. 0: the whole state after every call.
+    sample_every: int = 0
 
     def __post_init__(self) -> None:
+        if type(self.sample_every) is not int or self.sample_every < 0:
+            raise ValueError(
+                f"sample_every must be a whole number of steps, 0 or more, got "
+                f"{self.sample_every!r}"
+            )
         seen: set[str] = set()
         last_arrival = 1
         for request in self.requests:
@@ -122,6 +132,8 @@ class Workload:
             "model": self.model.to_dict(),
             "reupdate": self.reupdate,
             "omit_defaults": self.omit_defaults,
+            # only where it is set: a saved workload of every other kind reads as before
+            **({"sample_every": self.sample_every} if self.sample_every else {}),
         }
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -136,6 +148,7 @@ class Workload:
             model=TokenModel.from_dict(model),
             reupdate=bool(data.get("reupdate", False)),
             omit_defaults=bool(data.get("omit_defaults", False)),
+            sample_every=data.get("sample_every", 0),
         )
 
     @classmethod

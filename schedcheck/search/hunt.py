@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, find, settings
 from hypothesis.strategies import SearchStrategy
 
 from schedcheck.drive.isolated import Isolated
+from schedcheck.invariants.checks import CHECKS
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox.process import Limits
 from schedcheck.strategies.workloads import any_workloads
@@ -51,9 +52,10 @@ def hunt(
     limits: Limits | None = None,
     search: settings = SEARCH,
     workloads: SearchStrategy[Workload] | None = None,
+    checks: tuple[str, ...] | None = None,
 ) -> Caught:
     """Find and shrink a failing workload for the submission at `path`, among `workloads`
-    (by default the properties stage's).
+    (by default the properties stage's), by `checks` (by default every one).
 
     Raises hypothesis.errors.NoSuchExample if none of the search's workloads fails.
     """
@@ -61,8 +63,9 @@ def hunt(
     start = time.monotonic()
     try:
         searched = any_workloads() if workloads is None else workloads
-        workload = find(searched, lambda w: not verify(worker, w).ok, settings=search)
-        verdict = verify(worker, workload)
+        judged = tuple(CHECKS) if checks is None else checks
+        workload = find(searched, lambda w: not verify(worker, w, judged).ok, settings=search)
+        verdict = verify(worker, workload, judged)
     finally:
         worker.stop()
     return Caught(workload, verdict, time.monotonic() - start)

@@ -30,23 +30,44 @@ def explain(violation: Violation) -> str:
     )
 
 
+# A long run's requests and keys are not listed whole (a marathon has thousands): the first
+# of them, and how many more; the saved workload holds every one.
+MAX_LISTED = 12
+
+
+def _listed(items: list[str]) -> str:
+    more = len(items) - MAX_LISTED
+    return ", ".join(items[:MAX_LISTED]) + (
+        f", ... and {more} more (every one in the saved workload)" if more > 0 else ""
+    )
+
+
 def describe_workload(workload: Workload) -> str:
     c, m = workload.config, workload.model
+    keys = [f"{name!r}: {key}" for name, key in m.keys]
     lines = [
         f"  config: num_blocks={c.num_blocks} block_size={c.block_size} "
         f"max_num_seqs={c.max_num_seqs} max_num_batched_tokens={c.max_num_batched_tokens} "
         f"eos_token_id={c.eos_token_id}",
         "  requests: "
-        + ", ".join(
-            f"{r.seq_id} (prompt {r.prompt_len}, max {r.max_tokens}, step {r.arrival})"
-            for r in workload.requests
+        + _listed(
+            [
+                f"{r.seq_id} (prompt {r.prompt_len}, max {r.max_tokens}, step {r.arrival})"
+                for r in workload.requests
+            ]
         ),
         (
             "  token model: the spec's examples' (100 * i + len(output) for a<i>)"
             if m.spec
             else f"  token model: seed={m.seed} vocab_size={m.vocab_size} "
             f"eos_per_mille={m.eos_per_mille} eos_at={list(m.eos_at)}"
-            + (f" keys={dict(m.keys)}" if any(k for _, k in m.keys) else "")
+            + (f" keys={{{_listed(keys)}}}" if any(k for _, k in m.keys) else "")
+        )
+        + (
+            f"; the whole state compared every {workload.sample_every} steps and at the end "
+            "(the counters at every call)"
+            if workload.sample_every
+            else ""
         )
         + ("; update() is called twice per step" if workload.reupdate else "")
         + "".join(f"; Scheduler() is called without {name}" for name in workload.omitted()),

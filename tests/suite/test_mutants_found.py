@@ -28,13 +28,15 @@ from schedcheck.grading.report import GroupState, Verdict
 from schedcheck.invariants.catalogue import IDS
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.hunt import SEARCH, hunt
-from schedcheck.strategies.large import big, long
+from schedcheck.strategies.large import big, long, marathon
 from schedcheck.strategies.workloads import pairs
+from schedcheck.suite.test_large import MARATHON
 from schedcheck.suite.test_properties import TWO_ALIVE
 from schedcheck.verdict.verify import verify_pair
 from tests.catalogue import (
     HANGING,
     found_by_the_larger_stage,
+    found_by_the_marathon,
     found_by_two_schedulers,
     standalone,
 )
@@ -52,7 +54,9 @@ OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself f
 _QUICK = [
     name
     for name in NAMES
-    if name not in HANGING and not found_by_the_larger_stage(MUTANTS / f"{name}.py")
+    if name not in HANGING
+    and not found_by_the_larger_stage(MUTANTS / f"{name}.py")
+    and not found_by_the_marathon(MUTANTS / f"{name}.py")
 ]
 ROTATING = {_QUICK[(3 * rotation_day() + k) % len(_QUICK)] for k in range(3)}
 # Of those, the one graded as well in the default run (grading a failing file shrinks each
@@ -91,6 +95,14 @@ LARGER = settings(SEARCH, max_examples=40, phases=[Phase.generate])
 @pytest.mark.parametrize("mutant", NAMES)
 def test_mutant_is_caught_by_the_check_it_names(mutant: str) -> None:
     path = MUTANTS / f"{mutant}.py"
+    if found_by_the_marathon(path):
+        # the stage's own search: its one marathon, unshrunk (a run of seconds a candidate)
+        first = settings(SEARCH, max_examples=1, phases=[Phase.generate])
+        caught = hunt(standalone(path), None, first, marathon(), MARATHON)
+        assert caught.check in expected_checks(path), caught.verdict.report()
+        with pytest.raises(NoSuchExample):  # and the larger stage's own shapes do not
+            hunt(standalone(path), None, LARGER, st.one_of(big(), long()))
+        return
     if found_by_the_larger_stage(path):
         workloads = st.one_of(big(), long())
         caught = hunt(standalone(path), HANGS.get(mutant), LARGER, workloads)
