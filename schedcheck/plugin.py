@@ -343,6 +343,18 @@ def impl(request: pytest.FixtureRequest) -> Iterator[Implementation]:
     implementation.stop()
 
 
+@pytest.fixture(scope="session")
+def submission(impl: Implementation) -> Implementation:
+    """The implementation under test, when it is not the reference itself (the tests that
+    hold it to the reference: R1). Skipping here, before Hypothesis starts, keeps a skip
+    from being reported as a failing example. Session-scoped like `impl`: Hypothesis
+    refuses a function-scoped fixture in a @given test (health check
+    function_scoped_fixture), which failed every correct submission."""
+    if impl.label == REFERENCE:
+        pytest.skip("R1 compares an implementation with the reference: here they are one")
+    return impl
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """In schedcheck's run, a test whose stage must give way is skipped before it starts

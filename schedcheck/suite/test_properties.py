@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from hypothesis import event, example, given, settings, target
 
 from schedcheck.drive.impl import Implementation
-from schedcheck.drive.loader import REFERENCE
 from schedcheck.invariants.catalogue import ids
 from schedcheck.model.regression import load_corpus
 from schedcheck.model.workload import Workload
@@ -63,17 +61,6 @@ def test_preemption_never_changes_the_output(impl: Implementation, workload: Wor
     """D1: outputs are the model's, and a run with blocks for everything agrees."""
     label(workload)
     assert_holds(impl, workload, DIFFERENTIAL)
-
-
-@pytest.fixture(scope="session")
-def submission(impl: Implementation) -> Implementation:
-    """The implementation under test, when it is not the reference itself. Skipping here,
-    before Hypothesis starts, keeps a skip from being reported as a failing example.
-    Session-scoped like `impl`: Hypothesis refuses a function-scoped fixture in a @given
-    test (health check function_scoped_fixture), which failed every correct submission."""
-    if impl.label == REFERENCE:
-        pytest.skip("R1 compares an implementation with the reference: here they are one")
-    return impl
 
 
 @replaying_the_corpus

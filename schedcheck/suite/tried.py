@@ -121,6 +121,12 @@ def searches() -> tuple[Search, ...]:
             "impl",
             large.CHECKS,
         ),
+        Search(
+            "test_large.py::test_lockstep_holds_over_a_marathon",
+            large.test_lockstep_holds_over_a_marathon,
+            "submission",
+            large.MARATHON,
+        ),
     )
 
 
