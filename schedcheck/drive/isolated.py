@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from schedcheck.drive.loader import reference_source
 from schedcheck.faults import CheckerError, Failure
 from schedcheck.invariants.liveness import liveness_bound
-from schedcheck.model.trace import Step, Trace
+from schedcheck.model.trace import Step, Trace, unpack
 from schedcheck.model.workload import Script, Workload
 from schedcheck.sandbox.process import Limits, Sandbox, Unread, internal
 
@@ -144,8 +144,9 @@ class Isolated(Sandbox):
                     break
                 if kind == "step":
                     steps[_of(message["step"], workloads)].append(Step.from_dict(message["step"]))
-                elif kind == "steps":  # a long run's, in a batch
-                    steps[0].extend(Step.from_dict(step) for step in message["steps"])
+                elif kind == "steps":  # a long run's, in a batch (idle runs packed)
+                    for item in message["steps"]:
+                        steps[0].extend(unpack(item))
                 elif kind == "end":
                     for step in message["rest"]:
                         steps[_of(step, workloads)].append(Step.from_dict(step))

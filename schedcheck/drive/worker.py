@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from schedcheck.drive.contract import contract_problems
 from schedcheck.drive.driver import describe, play, run, run_pair
-from schedcheck.model.trace import Step, Trace
+from schedcheck.model.trace import Step, Trace, pack
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox import stack
 from schedcheck.sandbox.beat import Board
@@ -38,11 +38,19 @@ class Driving(NamedTuple):
     workload: Callable[[dict[str, Any]], Workload]
     step_dict: Callable[[Step], dict[str, Any]]
     step_wire: Callable[[Step], Any]  # a long run's steps, as its batches carry them
+    pack: Callable[[list[Any], Any], None]
 
 
 def driving() -> Driving:
     return Driving(
-        contract_problems, run, run_pair, play, Workload.from_dict, Step.to_dict, Step.to_wire
+        contract_problems,
+        run,
+        run_pair,
+        play,
+        Workload.from_dict,
+        Step.to_dict,
+        Step.to_wire,
+        pack,
     )
 
 
@@ -121,7 +129,7 @@ class SchedulerWorker(Worker):
         if not self.batch:
             self.send(kind="step", step=self.drive.step_dict(step))
             return
-        self.pending.append(self.drive.step_wire(step))
+        self.drive.pack(self.pending, self.drive.step_wire(step))
         if len(self.pending) >= self.batch:
             self.send(kind="steps", steps=self.pending)
             self.pending = []

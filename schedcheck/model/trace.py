@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -219,3 +220,38 @@ class Trace:
             steps=tuple(Step.from_dict(step) for step in data["steps"]),
             failure=None if failure is None else Failure(**failure),
         )
+
+
+def pack(batch: list[Any], wire: Any) -> None:
+    """Add a long run's step (its `Step.to_wire()`) to a batch: a step where nothing arrived,
+    nothing was scheduled or finished and the counters did not move is merged into the idle
+    run before it (most of a marathon's tens of thousands)."""
+    idle = (
+        isinstance(wire, list)
+        and not wire[1]
+        and not wire[2]
+        and not wire[4]
+        and wire[3] == wire[5]
+    )
+    if not idle:
+        batch.append(wire)
+        return
+    last = batch[-1] if batch else None
+    if isinstance(last, dict) and "idle" in last:
+        first, count, blocks, preemptions = last["idle"]
+        if first + count == wire[0] and [blocks, preemptions] == wire[3]:
+            last["idle"][1] += 1
+            return
+    batch.append({"idle": [wire[0], 1, *wire[3]]})
+
+
+def unpack(item: Any) -> Iterator[Step]:
+    """A batch's item as the steps it stands for (pack's inverse)."""
+    if isinstance(item, dict) and "idle" in item:
+        first, count, blocks, preemptions = (int(x) for x in item["idle"])
+        state = counters(blocks, preemptions)
+        update = Update((), (), state)
+        for k in range(count):
+            yield Step(first + k, (), (), state, update)
+        return
+    yield Step.from_dict(item)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from schedcheck import scheduler as reference
 from schedcheck.drive.driver import run
 from schedcheck.invariants.oracles import state_divergence
-from schedcheck.model.trace import State, counters
+from schedcheck.model.trace import State, Update, counters, pack, unpack
 from schedcheck.model.workload import Config, Request, Workload
 from schedcheck.strategies.large import MARATHON_REQUESTS, MARATHON_STEPS, marathon
 from schedcheck.verdict.report import describe_workload
@@ -28,9 +28,11 @@ from tests.catalogue import standalone
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def bursts(every: int = 3, count: int = 6) -> Workload:
-    """Pairs of requests that preempt each other, a pair every 5 steps."""
-    requests = tuple(Request(f"r{k}.{i}", 1, 3, 1 + 5 * k) for k in range(count) for i in range(2))
+def bursts(every: int = 3, count: int = 6, gap: int = 5) -> Workload:
+    """Pairs of requests that preempt each other, a pair every `gap` steps."""
+    requests = tuple(
+        Request(f"r{k}.{i}", 1, 3, 1 + gap * k) for k in range(count) for i in range(2)
+    )
     return Workload(Config(3, 1, 2, 2), requests, sample_every=every)
 
 
@@ -124,3 +126,24 @@ def test_a_marathon_passes_every_round_cap_on_the_reference(workload: Workload) 
     assert len(last.finished) == len(workload.requests) >= MARATHON_REQUESTS[0] > 1024
     assert last.num_preemptions > 1024
     assert isinstance(trace.steps[1].scheduled, State) and trace.steps[1].scheduled.light()
+
+
+def test_idle_steps_travel_packed_and_come_back_as_they_were() -> None:
+    """A long run's batch merges the steps where nothing happened (no arrival, nothing
+    scheduled or finished, the counters unchanged) into runs; a step whose counters moved
+    with nothing scheduled (a leak between calls) is never merged away."""
+    trace = run(reference, bursts(gap=15))
+    batch: list[object] = []
+    for step in trace.steps:
+        pack(batch, step.to_wire())
+    assert any(isinstance(item, dict) for item in batch)
+    assert len(batch) < len(trace.steps)
+    assert [s for item in batch for s in unpack(item)] == list(trace.steps)
+    idle = next(s for s in trace.steps if not s.schedule and s.scheduled.light())
+    leaked = dataclasses.replace(
+        idle, update=Update((), (), counters(idle.scheduled.blocks_used + 1, 0))
+    )
+    mixed: list[object] = []
+    for step in (idle, dataclasses.replace(leaked, number=idle.number + 1)):
+        pack(mixed, step.to_wire())
+    assert len(mixed) == 2 and [s for i in mixed for s in unpack(i)][1].update == leaked.update
