@@ -216,6 +216,11 @@ class Sandbox:
         env = {name: os.environ[name] for name in _PASSED_ON if name in os.environ}
         env["PYTHONPATH"] = os.pathsep.join(sys.path)
         env["PYTHONUNBUFFERED"] = "1"  # a debug print reaches the report, not a buffer
+        # str hashes the same in every worker process: a set of seq_ids iterates in one
+        # order, so a run is the same in the worker that replays it as in the one that found
+        # it (a worker is restarted after a hang or a crash). Set orders still vary from
+        # workload to workload: the ids are drawn from several naming schemes (issue 47).
+        env["PYTHONHASHSEED"] = "0"
         uid = "-" if self.lease is None else str(self.lease.uid)
         page = board_fd()
         self.board, self._seen = Board(page), 0

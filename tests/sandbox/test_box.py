@@ -11,6 +11,8 @@ import re
 import resource
 import shutil
 import socket
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -152,6 +154,28 @@ def _box(source: str, folder: Path, name: str) -> Isolated:
     worker = Isolated(path, Limits())
     worker.start()
     return worker
+
+
+def test_every_worker_hashes_strings_alike(tmp_path: Path) -> None:
+    """PYTHONHASHSEED is fixed in a worker: a set of seq_ids iterates in the same order in
+    the worker that replays a run as in the one that found it (issue 47)."""
+    said = []
+    for name in ("first", "second"):
+        worker = _box('print("order", list({"a1", "a2", "b7", "x0"}))\n', tmp_path, name)
+        try:
+            assert worker._out is not None
+            said.append(next(x for x in worker._out.take().splitlines() if x.startswith("order")))
+        finally:
+            worker.stop()
+    assert said[0] == said[1]
+    seeded = subprocess.run(
+        [sys.executable, "-c", 'print("order", list({"a1", "a2", "b7", "x0"}))'],
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert said[0] == seeded.stdout.strip()
 
 
 @ROOT_ONLY
