@@ -4,8 +4,8 @@ row for the engine and one per request, one column per step: what happened to it
 arrivals, aborts and when they landed, resets, preemptions, finishes and why), the
 positions computed, prefill or decode, and its counters); the counters the check read; the
 KV pool after every step (each block free, used or shared with its ref_count and holders,
-a reserved block named as the engine's null block); then the workload, one line per
-request (its JSON folded), and the text report."""
+a reserved block named as such: vLLM's null block, SGLang's padding page); then the
+workload, one line per request (its JSON folded), and the text report."""
 
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ def engine_page(verdict: EngineVerdict) -> str:
         cells = []
         for b, block in enumerate(pool.blocks):
             if b in pool.reserved:
-                cells.append(f'<td style="background:{NULL}">{b}: null block (reserved)</td>')
+                # vLLM's null block, SGLang's padding page: never handed out
+                cells.append(f'<td style="background:{NULL}">{b}: reserved (null block)</td>')
                 continue
             color = FREE if b in pool.free else SHARED if block.ref_count > 1 else USED
             who = ", ".join(holders.get(b, [])) or "-"
@@ -86,7 +87,7 @@ def engine_page(verdict: EngineVerdict) -> str:
             ("free block", FREE),
             ("used block", USED),
             ("shared block", SHARED),
-            ("null block", NULL),
+            ("reserved: vLLM's null block, SGLang's padding page", NULL),
         )
     )
     return "\n".join(

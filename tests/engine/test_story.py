@@ -163,7 +163,7 @@ def test_the_page_shows_events_counters_the_null_block_and_the_workload_a_line_e
         "r2</th>",
         "arrives",
         "1 placeholders, 0 in flight",
-        "0: null block (reserved)",
+        "0: reserved (null block)",
         "<h2>Counters after step 3</h2>",
         "    r2 prompt [1, 2, 1, 1] max_tokens 5 (step 2)",
         "<details><summary>The workload as JSON",
