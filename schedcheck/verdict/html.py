@@ -61,11 +61,7 @@ def render(violation: Violation, trace: Trace, reference: Trace | None = None) -
             f'<p class="check" id="message">{escape(str(violation))}</p>',
             f"<p><b>Spec's symptom:</b> {escape(info.symptom)}<br>"
             f"<b>Likely bug:</b> {escape('; '.join(info.likely_bugs))}</p>",
-            "<h2>Timeline</h2>",
-            f'<p class="legend">{legend}</p>',
-            timeline(trace, violation, reference),
-            "<h2>KV blocks and tokens per step</h2>",
-            charts(trace, violation),
+            *_drawn(trace, violation, reference, legend),
             "<h2>Workload</h2>",
             f"<pre>{escape(describe_workload(trace.workload))}</pre>",
             "<h2>Trace</h2>",
@@ -73,6 +69,29 @@ def render(violation: Violation, trace: Trace, reference: Trace | None = None) -
             "</body></html>",
         ]
     )
+
+
+# A run longer than this (a marathon: tens of thousands of steps) is not drawn step by step:
+# its page would weigh megabytes and show nothing a person can read; the trace below shows
+# the steps before the failure.
+DRAWN_STEPS = 2_000
+
+
+def _drawn(trace: Trace, violation: Violation, reference: Trace | None, legend: str) -> list[str]:
+    if len(trace.steps) > DRAWN_STEPS:
+        return [
+            "<h2>Timeline</h2>",
+            f"<p>The run has {len(trace.steps):,} steps: it is not drawn step by step. The "
+            "trace below shows the steps before the failure; the saved workload replays it "
+            "whole.</p>",
+        ]
+    return [
+        "<h2>Timeline</h2>",
+        f'<p class="legend">{legend}</p>',
+        timeline(trace, violation, reference),
+        "<h2>KV blocks and tokens per step</h2>",
+        charts(trace, violation),
+    ]
 
 
 def page(impl: Implementation, workload: Workload) -> str | None:

@@ -87,3 +87,20 @@ def test_check_html_option_writes_the_page(tmp_path: Path) -> None:
     mutant = str(standalone(ROOT / "tests" / "mutants" / "bt_output_cleared_on_preemption.py"))
     assert main(["check", mutant, "--replay", str(saved), "--html", str(out)]) == 1
     assert Page(out.read_text()).stack == []
+
+
+def test_a_run_too_long_to_draw_says_so_and_shows_its_trace() -> None:
+    """A marathon's page (tens of thousands of steps) draws no timeline (it would weigh
+    megabytes); a page of a run of ordinary length does."""
+    from schedcheck.invariants.violation import Violation
+    from schedcheck.verdict.html import DRAWN_STEPS
+
+    requests = tuple(Request(f"r{k}", 1, 2, 1 + 100 * k) for k in range(25))
+    long = run(load_impl(), Workload(Config(4, 2, 2, 4), requests, sample_every=256))
+    assert len(long.steps) > DRAWN_STEPS
+    violation = Violation("R1", len(long.steps), "schedule()", "a divergence")
+    html = render(violation, long)
+    assert f"The run has {len(long.steps):,} steps: it is not drawn" in html
+    assert "<svg" not in html and len(html) < 50_000 and "a divergence" in html
+    short = run(load_impl(), Workload(Config(4, 2, 2, 4), requests[:2]))
+    assert "<svg" in render(Violation("R1", 1, "schedule()", "x"), short)
