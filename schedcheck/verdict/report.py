@@ -78,15 +78,22 @@ def describe_workload(workload: Workload) -> str:
 def trace_table(
     trace: Trace, until_step: int, until_call: str = "", focus: tuple[str, ...] = ()
 ) -> str:
-    """The trace's calls up to `until_call` of `until_step`, one row per call, as markdown."""
-    order = [*focus, *(r.seq_id for r in trace.workload.requests if r.seq_id not in focus)]
-    columns = order[:MAX_SEQ_COLUMNS]
-    header = ["step", "call", "returned", *columns, "blocks_used", "waiting", "finished"]
+    """The trace's calls up to `until_call` of `until_step`, one row per call, as markdown.
+    Its sequence columns: `focus`, then, where there are more sequences than columns, those
+    the rows shown schedule (a long run's last steps are about its latest requests, not its
+    first), then the rest in arrival order."""
     rows = []
     shown = [s for s in trace.steps if s.number <= until_step]
     if len(shown) > MAX_ROWS_OF_STEPS:
         rows.append([f"({len(shown) - MAX_ROWS_OF_STEPS} earlier steps not shown)"])
         shown = shown[-MAX_ROWS_OF_STEPS:]
+    arrived = [r.seq_id for r in trace.workload.requests]
+    active: list[str] = []
+    if len(arrived) > MAX_SEQ_COLUMNS:  # fewer are all shown, in arrival order
+        active = [seq_id for step in shown for seq_id, _ in step.schedule]
+    order = list(dict.fromkeys([*focus, *active, *arrived]))
+    columns = order[:MAX_SEQ_COLUMNS]
+    header = ["step", "call", "returned", *columns, "blocks_used", "waiting", "finished"]
     for step in shown:
         rows.append(
             _row(

@@ -33,3 +33,20 @@ def test_report_of_output_cleared_on_preemption() -> None:
 def test_reference_verdict_is_ok() -> None:
     verdict = verify(load_impl(), EXAMPLES["example4"], lockstep=True)
     assert verdict.ok and verdict.report() == "all checks hold"
+
+
+def test_a_long_run_s_table_shows_the_sequences_its_last_steps_run() -> None:
+    """Past MAX_SEQ_COLUMNS sequences, the columns are those the rows shown schedule (a long
+    run's last steps are about its latest requests); fewer keep arrival order."""
+    from schedcheck.drive.driver import run
+    from schedcheck.model.workload import Config, Request, Workload
+    from schedcheck.verdict.report import MAX_SEQ_COLUMNS, trace_table
+
+    requests = tuple(Request(f"r{k}", 1, 2, 1 + 20 * k) for k in range(MAX_SEQ_COLUMNS + 4))
+    trace = run(load_impl(), Workload(Config(4, 2, 2, 4), requests))
+    last = trace.steps[-1].number
+    header = trace_table(trace, last).splitlines()[0]
+    late = requests[-1].seq_id
+    assert f"| returned | {late} |" in header, header
+    few = run(load_impl(), Workload(Config(4, 2, 2, 4), requests[:3]))
+    assert "| returned | r0 | r1 | r2 |" in trace_table(few, few.steps[-1].number).splitlines()[0]
