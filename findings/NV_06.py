@@ -1,4 +1,4 @@
-"""/tmp/findings-src/nv06-8d63a98/nanovllm: E6 (the engine raises nothing) at step 3.
+"""GeeeekExplorer/nano-vllm 8d63a98 (nanovllm): E6 (the engine raises nothing) at step 3.
 
 Found by schedcheck (`schedcheck engine`), exported as a test that needs only the engine and
 pytest: nanovllm's scheduling code and what it imports (run from the checkout's root). Run:
@@ -17,7 +17,8 @@ code paths are reached in a few tokens)
 Replaced: its model runner and model: the tokens each step's sequences get are read from
 NEXT, for the positions its runner computes
 
-Re-run in schedcheck: schedcheck engine /tmp/findings-src/nv06-8d63a98 --loop scheduler --replay /tmp/findings-src/nv06-saved/E6.json
+Re-run in schedcheck, from a checkout of GeeeekExplorer/nano-vllm at 8d63a98: schedcheck engine . --loop scheduler --replay E6.json (the workload
+above, saved as JSON)
 """
 
 # The run, as schedcheck saw it:

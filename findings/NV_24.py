@@ -1,4 +1,4 @@
-"""/tmp/findings-src/nv24/nanovllm: E6 (the engine raises nothing) at step 2.
+"""Wict11/nano-vllm 2fd8878 (nanovllm): E6 (the engine raises nothing) at step 2.
 
 Found by schedcheck (`schedcheck engine`), exported as a test that needs only the engine and
 pytest: nanovllm's scheduling code and what it imports (run from the checkout's root). Run:
@@ -16,7 +16,8 @@ code paths are reached in a few tokens)
 Replaced: its model runner and model: the tokens each step's sequences get are read from
 NEXT, for the positions its runner computes
 
-Re-run in schedcheck: schedcheck engine /tmp/findings-src/nv24 --config tensor_parallel_size=1 --loop scheduler --replay /tmp/findings-src/nv24-saved/E6.json
+Re-run in schedcheck, from a checkout of Wict11/nano-vllm at 2fd8878: schedcheck engine . --config tensor_parallel_size=1 --loop scheduler --replay E6.json (the workload
+above, saved as JSON)
 """
 
 # The run, as schedcheck saw it:
