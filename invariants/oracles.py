@@ -133,7 +133,9 @@ def _step_divergence(want: Step, have: Step) -> tuple[str, str] | None:
     return None
 
 
-LISTED = 12  # a queue longer than this is told by where it differs, not listed whole
+# A list longer than this is not shown whole: a queue is told by where it differs, a
+# workload's requests by their first (verdict/report.py)
+LISTED = 12
 
 
 def _long_lists(field: str, want: tuple[str, ...], have: tuple[str, ...]) -> str:

@@ -297,12 +297,23 @@ def conclude(
     print(f"\nFAIL {shown}: {verdict.violations[0].check}\n\n{verdict.report()}\n")
     again = " ".join(shlex.quote(x) for x in [args.path or "", *options] if x)
     print(f"to re-run exactly this workload:\n  schedcheck engine {again} --replay {saved}")
-    if args.html:
-        Path(args.html).write_text(engine_page(verdict))
-        print(f"the failing trace, drawn: {args.html}")
-    if exporter is not None:
-        exporter(verdict, str(saved))
+    leave(verdict, str(saved), args.html, exporter)
     return faults.FAIL
+
+
+def leave(
+    verdict: EngineVerdict,
+    saved: str,
+    html: str | None,
+    exporter: Callable[[EngineVerdict, str], None] | None,
+) -> None:
+    """What a failure leaves behind besides its report and saved workload: its page
+    (--html), its test in the engine's idiom (--export)."""
+    if html:
+        Path(html).write_text(engine_page(verdict))
+        print(f"the failing trace, drawn: {html}")
+    if exporter is not None:
+        exporter(verdict, saved)
 
 
 def export_to(
@@ -427,11 +438,7 @@ def replay(
         verdict = verify_engine(engine, workload, checks)
         if not verdict.ok:
             print(f"FAIL {root}: on {name}\n\n{verdict.report()}")
-            if html:
-                Path(html).write_text(engine_page(verdict))
-                print(f"the failing trace, drawn: {html}")
-            if exporter is not None:
-                exporter(verdict, name)
+            leave(verdict, name, html, exporter)
             return faults.FAIL
     print(f"PASS {root}: every check holds on {len(loaded)} saved workload(s)")
     if html:

@@ -54,12 +54,10 @@ def engine_page(verdict: EngineVerdict) -> str:
             cells.append(f"<td{style}>{text}</td>")
         rows.append(f"<tr><th>{escape(name)}</th>{''.join(cells)}</tr>")
     read = ""
-    if steps:
-        last = steps[-1]
-        every = story.counters(last.after_postprocess or last.after_schedule)
-        named = [n for n in violation.seq_ids if n in every] or list(every)
-        read = "".join(f"<li>{escape(n)}: {escape(every[n].said())}</li>" for n in named)
-        read = f"<h2>Counters after step {last.step}</h2><ul>{read}</ul>"
+    counted = story.counters_read(violation.seq_ids, steps)
+    if counted is not None:
+        items = "".join(f"<li>{escape(c.name)}: {escape(c.said())}</li>" for c in counted[1])
+        read = f"<h2>Counters after step {counted[0]}</h2><ul>{items}</ul>"
     pools = []
     for step in steps:
         pool = step.after_postprocess or step.after_schedule

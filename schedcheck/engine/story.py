@@ -15,6 +15,7 @@ trace data it adds (drafts roll a request back without a preemption: they will s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
@@ -32,6 +33,7 @@ __all__ = [
     "Counters",
     "Event",
     "counters",
+    "counters_read",
     "events",
     "finish_reason",
     "said",
@@ -195,3 +197,15 @@ def counters(pool: Pool) -> dict[str, Counters]:
             None if p is None else p.in_flight,
         )
     return found
+
+
+def counters_read(
+    seq_ids: tuple[str, ...], steps: Sequence[EngineStep]
+) -> tuple[int, list[Counters]] | None:
+    """What a check read: the counters of the requests it names (every request where it
+    names none) after the last of `steps`, and that step's number; None for no step."""
+    if not steps:
+        return None
+    every = counters(_after(steps[-1]))
+    names = [n for n in seq_ids if n in every] or list(every)
+    return steps[-1].step, [every[n] for n in names]

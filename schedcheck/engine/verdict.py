@@ -136,19 +136,12 @@ def workload_lines(w: EngineWorkload) -> list[str]:
 
 
 def _counters(violation: Violation, steps: tuple[EngineStep, ...]) -> list[str]:
-    """The counters of the requests the violation names (every request where it names
-    none) after the last step shown: what the check read."""
-    if not steps:
+    """The counters the check read (story.counters_read), as the report's lines."""
+    read = story.counters_read(violation.seq_ids, steps)
+    if read is None:
         return []
-    last = steps[-1]
-    pool = last.after_postprocess or last.after_schedule
-    every = story.counters(pool)
-    names = [n for n in violation.seq_ids if n in every] or list(every)
-    return [
-        "",
-        f"counters after step {last.step}:",
-        *(f"  {name}: {every[name].said()}" for name in names),
-    ]
+    step, read_counters = read
+    return ["", f"counters after step {step}:", *(f"  {c.name}: {c.said()}" for c in read_counters)]
 
 
 def _request(r: EngineRequest) -> str:

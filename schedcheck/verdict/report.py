@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from schedcheck.invariants.catalogue import CATALOGUE
+from schedcheck.invariants.oracles import LISTED
 from schedcheck.invariants.violation import Violation
 from schedcheck.model.trace import State, Trace, show_schedule
 from schedcheck.model.workload import Workload
@@ -30,14 +31,12 @@ def explain(violation: Violation) -> str:
     )
 
 
-# A long run's requests and keys are not listed whole (a marathon has thousands): the first
-# of them, and how many more; the saved workload holds every one.
-MAX_LISTED = 12
-
-
 def _listed(items: list[str]) -> str:
-    more = len(items) - MAX_LISTED
-    return ", ".join(items[:MAX_LISTED]) + (
+    """A long run's requests or keys (a marathon has thousands) as the first LISTED of them
+    and how many more, as a long queue is told (oracles.LISTED); the saved workload holds
+    every one."""
+    more = len(items) - LISTED
+    return ", ".join(items[:LISTED]) + (
         f", ... and {more} more (every one in the saved workload)" if more > 0 else ""
     )
 
