@@ -3,14 +3,15 @@ it with only the engine and pytest installed, no schedcheck and no simulated mod
 time.
 
 The adapter writes what only it knows, in its engine's own calls (`Rendered`: its imports,
-building its scheduler, adding a request, taking a step, reading its pool, its outputs and
-whether it is done); the core writes the rest from the failing trace: the scenario in words,
-the requests and their arrival steps, the model's tokens as a literal table (each prefix
+building its scheduler, adding, aborting a request, clearing its prefix cache, taking a
+step, reading its pool, its state, its outputs and whether it is done); the core writes the
+rest from the failing trace: the scenario in words, the workload's config, its requests and
+the steps they arrive and are aborted at, the model's tokens as a literal table (each prefix
 the run computed, and each prefix a correct engine would compute, to the token it gets),
-the loop, and the one property that broke, asserted after every step with the check's
-words. A check whose property cannot be said without schedcheck's simulated runner (the
-positions and KV reads of E1 and E2, a worker's copy of E8, ...) is not exported: the
-command says which (`EXPORTED` names those that are).
+the loop, and the one property that broke (properties.py), asserted where the check reads
+it with the check's words. A check whose property cannot be said without schedcheck's
+simulated runner (the KV reads of E2, a worker's copy of E8, ...) is not exported, nor one
+whose stated property would not fire where the check did: the command says why.
 """
 
 from __future__ import annotations
@@ -22,75 +23,58 @@ from typing import Any
 
 from schedcheck.engine import story
 from schedcheck.engine.checks import CATALOGUE
+from schedcheck.engine.properties import (
+    SOURCES,
+    STATE_READ,
+    plain_pool,
+    plain_state,
+    problem,
+)
 from schedcheck.engine.run import bound
-from schedcheck.engine.trace import EngineTrace, Pool
+from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.verdict import EngineVerdict, workload_lines
 from schedcheck.engine.workload import EngineWorkload
 
-__all__ = [
-    "EXPORTED",
-    "POOL_PROBLEM",
-    "Rendered",
-    "export_test",
-    "issue_text",
-    "model_table",
-    "plain_pool",
-    "pool_problem",
-]
+__all__ = ["EXPORTED", "Rendered", "export_test", "issue_text", "model_table"]
 
 # The checks an exported test asserts, each a property of the engine's own state: the pool
 # adds up (E3); every request finishes (E5); the engine raises nothing (E6, the step itself);
-# each output is the request's output alone (E7).
-EXPORTED = ("E3", "E5", "E6", "E7")
+# each output is the request's output alone (E7); and where the adapter reads its
+# scheduler's state (`Rendered.state_body`), the positions scheduled (E1), the tokens in
+# flight (E11) and no running request left out of a step with room (E13).
+EXPORTED = ("E1", "E3", "E5", "E6", "E7", "E11", "E13")
 
 
 @dataclass(frozen=True)
 class Rendered:
     """What an adapter writes of an exported test, as Python source in its engine's calls.
-    Each `*_body` is the body of the function the core declares around it (4 spaces)."""
+    Each `*_body` is the body of the function the core declares around it (4 spaces); the
+    module's constants (NEXT, BLOCK_SIZE, NUM_BLOCKS, MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS,
+    MAX_MODEL_LEN, POLICY) are the core's, there for the bodies to read."""
 
     engine: str  # what to install: "nano-vllm (its checkout on sys.path)", "vllm==0.33.0"
     imports: str  # the engine's import lines
     build_body: str  # def build(): the engine built for the workload's config
-    add_body: str  # def add(engine, name, prompt, max_tokens, ignore_eos): its request
-    step_body: str  # def step(engine, requests): one step, tokens from NEXT; the names run
+    # def add(engine, name, prompt, max_tokens, ignore_eos, priority=0, stop=()): the request
+    add_body: str
+    # def step(engine, requests, n, seen): step n, tokens from NEXT; seen(call) after each
+    # call whose state the checks read ("schedule()", the update's), where state_body is given
+    step_body: str
     pool_body: str  # def pool(engine, requests): {"blocks", "free", "used", "cached", "tables"}
-    done_body: str  # def done(engine, requests): nothing left to run
+    done_body: str  # def done(engine, requests): nothing left to run, as the engine says
     outputs_body: str  # def outputs(engine, requests): {name: [tokens]} of finished requests
     replaced: tuple[str, ...] = ()  # what the test builds other than the engine does, in words
     decorators: tuple[str, ...] = ()  # the test's markers in the engine's own suite
     helpers: str = ""  # module-level source the bodies use
-
-
-POOL_PROBLEM = '''def pool_problem(pool):
-    """What is wrong with the block pool (None: nothing): every block free, cached or used,
-    once; a used block's ref_count the number of block tables holding it."""
-    free, used, cached = pool["free"], pool["used"], pool.get("cached", [])
-    for name, blocks in (("free list", free), ("cache", cached)):
-        twice = sorted(b for b in set(blocks) if blocks.count(b) > 1)
-        if twice:
-            return f"block {twice[0]} is in the {name} twice"
-    for one, x, two, y in ((free, "free", used, "used"), (cached, "cached", used, "used"),
-                           (free, "free", cached, "cached")):
-        both = sorted(set(one) & set(two))
-        if both:
-            return f"block {both[0]} is both {x} and {y}"
-    every = set(range(len(pool["blocks"]))) - set(pool.get("reserved", []))
-    seen = set(free) | set(used) | set(cached)
-    if seen != every:
-        return f"block {sorted(every ^ seen)[0]} is neither free, cached nor used"
-    holders = {}
-    for name, table in pool["tables"].items():
-        for b in table:
-            holders.setdefault(b, []).append(name)
-    for b in sorted(every):
-        refs, held = pool["blocks"][b], holders.get(b, [])
-        if refs != len(held):
-            return f"block {b} has ref_count {refs}, but {len(held)} block table(s) hold it"
-        if (refs > 0) != (b in used):
-            return f"block {b} has ref_count {refs} but is {'used' if b in used else 'not used'}"
-    return None
-'''
+    # def state(engine, requests): properties.plain_state's dict, read at seen(call) ("":
+    # E1, E11 and E13 are not exported for this engine)
+    state_body: str = ""
+    abort_body: str = ""  # def abort(engine, requests, name, during): "" where none is drawn
+    reset_body: str = ""  # def reset(engine, requests): its prefix cache cleared, running
+    # requests preempted ("" where none is drawn)
+    # def unfinished(engine, requests): the names of requests not finished, read off each
+    # request ("": done() says, which an engine that lost a request gets wrong)
+    unfinished_body: str = ""
 
 
 def model_table(
@@ -104,38 +88,6 @@ def model_table(
         tokens = (*r.prompt, *workload.alone(r))
         prefixes.update(tokens[:k] for k in range(len(r.prompt), len(tokens)))
     return {p: workload.next_token(p) for p in sorted(prefixes, key=lambda p: (len(p), p))}
-
-
-def plain_pool(pool: Pool) -> dict[str, Any]:
-    """A pool as the exported test's `pool()` gives it."""
-    return {
-        "blocks": [b.ref_count for b in pool.blocks],
-        "free": list(pool.free),
-        "used": list(pool.used),
-        "cached": list(pool.cached),
-        "reserved": list(pool.reserved),
-        "tables": {n: list(t) for n, t in pool.tables.items()},
-    }
-
-
-def pool_problem(pool: dict[str, Any]) -> str | None:
-    """The exported test's own `pool_problem` (POOL_PROBLEM), run here: what it finds."""
-    namespace: dict[str, Any] = {}
-    exec(POOL_PROBLEM, namespace)  # our own source, the test's copy of it
-    found = namespace["pool_problem"](pool)
-    return None if found is None else str(found)
-
-
-def _covered(trace: EngineTrace, step: int) -> None:
-    """E3 is exported where the test's pool_problem (the pool's structure: E3 less the
-    prefix check of blocks shared under a hash) finds the failing step's pool wrong."""
-    at = [s for s in trace.steps if s.step == step]
-    pools = [p for s in at for p in (s.after_schedule, s.after_postprocess) if p is not None]
-    if not any(pool_problem(plain_pool(p)) for p in pools):
-        raise ValueError(
-            "E3 here is a block shared by sequences of different prefixes, which the exported "
-            "test's pool_problem does not read (it checks the pool's structure)"
-        )
 
 
 def _literal(name: str, entries: list[str]) -> str:
@@ -154,9 +106,39 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:60]
 
 
-def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command: str) -> str:
-    """The pytest file reproducing `verdict`'s failure (its first violation), with
-    `rendered` the adapter's part; `shown` names the engine, `command` re-runs schedcheck."""
+def _fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) -> bool:
+    """Whether the check's property as the test states it (properties.py) finds the trace
+    wrong at step `at`, read where the test reads it."""
+    steps = list(trace.steps)
+    here = [k for k, s in enumerate(steps) if s.step == at]
+    if check == "E3":
+        pools = [p for k in here for p in (steps[k].after_schedule, steps[k].after_postprocess)]
+        return any(problem(SOURCES[check], plain_pool(p)) for p in pools if p is not None)
+    if check == "E1":
+        states = [plain_state(steps[k], steps[k].after_schedule) for k in here]
+        return any(problem(SOURCES[check], s, **constants) for s in states)
+    if check == "E11":
+        states = [
+            plain_state(None, p)
+            for k in here
+            for p in (steps[k].after_schedule, steps[k].after_postprocess)
+            if p is not None
+        ]
+        return any(problem(SOURCES[check], s) for s in states)
+    if check == "E13":
+        for k in here:
+            if k == 0 or not steps[k].schedules:
+                continue
+            last = steps[k - 1].after_postprocess or steps[k - 1].after_schedule
+            before, now = plain_state(None, last), plain_state(steps[k], steps[k].after_schedule)
+            if problem(SOURCES[check], before, now, **constants):
+                return True
+        return False
+    return True  # E5, E6, E7: the test asserts the check itself
+
+
+def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str, Any]) -> None:
+    """ValueError saying why the failure is not exported as a test."""
     violation, trace = verdict.violations[0], verdict.trace
     check, w = violation.check, trace.workload
     if check not in EXPORTED:
@@ -164,23 +146,153 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
             f"{check} is not exported: its property reads what schedcheck's simulated runner "
             f"computed (exported: {', '.join(EXPORTED)})"
         )
+    if check in STATE_READ and not rendered.state_body:
+        raise ValueError(f"{check} is not exported for this engine: its test reads no state")
+    if any(r.abort for r in w.requests) and not rendered.abort_body:
+        raise ValueError("the workload aborts a request, which this engine's test cannot")
+    if w.resets and not rendered.reset_body:
+        raise ValueError("the workload clears the prefix cache, which this engine's test cannot")
+    if not _fires(check, trace, violation.step, constants):
+        name = SOURCES[check].split("(", 1)[0].removeprefix("def ")
+        raise ValueError(
+            f"{check} here is not what the exported test's {name} reads (it states the "
+            f"check's main property: {CATALOGUE[check].title})"
+        )
+
+
+def _constants(trace: EngineTrace) -> dict[str, Any]:
+    """The workload's config as the test's module constants, and what its property reads."""
+    w = trace.workload
+    c = w.config
+    return {
+        "BLOCK_SIZE": c.block_size,
+        "NUM_BLOCKS": c.num_blocks,
+        "MAX_NUM_SEQS": c.max_num_seqs,
+        "MAX_NUM_BATCHED_TOKENS": c.max_num_batched_tokens,
+        "MAX_MODEL_LEN": w.max_model_len(),
+        "POLICY": c.policy,
+        "PROMPTS": {r.name: len(r.prompt) for r in w.requests},
+        "MOST": {r.name: w.most(r) for r in w.requests},
+    }
+
+
+def _requests(w: EngineWorkload) -> list[str]:
+    """ARRIVALS, ABORTS and LANDING: when each request is added and aborted."""
+    full = any(r.priority or r.stop for r in w.requests)  # priorities and stops written out
+    arrivals: dict[int, list[str]] = {}
+    aborts: dict[int, list[str]] = {}
+    for r in w.requests:
+        extra = f", {r.priority}, {list(r.stop)!r}" if full else ""
+        arrivals.setdefault(r.arrival, []).append(
+            f"({r.name!r}, {list(r.prompt)!r}, {r.max_tokens}, {r.ignore_eos}{extra})"
+        )
+        if r.abort:
+            aborts.setdefault(r.abort, []).append(repr(r.name))
+    lines = [_literal("ARRIVALS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(arrivals.items())])]
+    if aborts:
+        lines.append(
+            _literal("ABORTS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(aborts.items())])
+        )
+        landing = {r.name for r in w.requests if r.abort and r.abort_in_step}
+        lines.append(f"LANDING = {landing or 'set()'}  # aborts that land while their step runs")
+    return lines
+
+
+def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]:
+    """The test's loop: arrivals, aborts and resets at their steps, then the step; the
+    property where it reads."""
+    lines = ["    engine, requests = build(), {}"]
+    watch = "None"
+    if check in STATE_READ:
+        watch = "seen"
+        found = {
+            "E1": 'schedule_problem(now) if call == "schedule()" else None',
+            "E11": "flight_problem(now)",
+            "E13": 'wasted_problem(before, now) if before and call == "schedule()" else None',
+        }[check]
+        lines += [
+            "    states, before = [], None  # the states read; the last one of the step before",
+            "",
+            "    def seen(call):",
+            '        """After a call the property reads: the scheduler\'s state, checked."""',
+            "        now = state(engine, requests)",
+            f"        found = {found}",
+            "        states.append(now)",
+            '        assert found is None, f"step {n}, after {call}: {found}"',
+            "",
+        ]
+    lines += [
+        "    for n in range(1, STEPS + 1):",
+        "        for request in ARRIVALS.get(n, []):",
+        "            requests[request[0]] = add(engine, *request)",
+    ]
+    if aborts:
+        lines += [
+            "        for name in ABORTS.get(n, []):",
+            "            if name in requests:",
+            "                abort(engine, requests, name, name in LANDING)",
+        ]
+    if resets:
+        lines += ["        if n in RESETS:", "            reset(engine, requests)"]
+    lines += [
+        "        if done(engine, requests):",
+        "            if n >= LAST:",
+        "                break",
+        "            continue  # nothing to run until the next arrival",
+        "        signal.signal(signal.SIGALRM, hung)",
+        "        signal.alarm(STEP_SECONDS)",
+        "        try:",
+        f"            step(engine, requests, n, {watch})"
+        + ("  # E6: it raises nothing" if check == "E6" else ""),
+        "        finally:",
+        "            signal.alarm(0)",
+    ]
     if check == "E3":
-        _covered(trace, violation.step)
+        lines += [
+            "        problem = pool_problem(pool(engine, requests))",
+            '        assert problem is None, f"after step {n}: {problem}"',
+        ]
+    if check == "E13":
+        lines.append("        before = states[-1] if states else before")
+    if check in ("E5", "E7") and unfinished:
+        lines += [
+            "    left = unfinished(engine, requests)",
+            '    assert not left, f"{left} not finished after step {n} (the engine says '
+            "it is done: {done(engine, requests)})\"",
+        ]
+    elif check in ("E5", "E7"):
+        lines.append(
+            '    assert done(engine, requests), f"requests unfinished after {STEPS} steps"'
+        )
+    if check == "E7":
+        lines += [
+            "    got = outputs(engine, requests)",
+            "    for name, alone in ALONE.items():",
+            "        assert got.get(name) == alone, (",
+            '            f"{name} produced {got.get(name)}, alone {alone}"',
+            "        )",
+        ]
+    return lines
+
+
+def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command: str) -> str:
+    """The pytest file reproducing `verdict`'s failure (its first violation), with
+    `rendered` the adapter's part; `shown` names the engine, `command` re-runs schedcheck.
+    ValueError where the failure is not exported (why, in words)."""
+    violation, trace = verdict.violations[0], verdict.trace
+    check, w = violation.check, trace.workload
+    constants = _constants(trace)
+    _exportable(verdict, rendered, constants)
     info = CATALOGUE[check]
     computed = [
         s.token_ids[: s.num_cached + s.num_scheduled] for st in trace.steps for s in st.scheduled
     ]
     table = model_table(w, computed)
-    arrivals: dict[int, list[str]] = {}
-    for r in w.requests:
-        arrivals.setdefault(r.arrival, []).append(
-            f"({r.name!r}, {list(r.prompt)!r}, {r.max_tokens}, {r.ignore_eos})"
-        )
+    aborts = any(r.abort for r in w.requests)
     events = [f"#   step {e.step}: {story.said(e)}" for e in story.events(trace)][:40]
     events = ["# what happened:", *events] if events else []
     scenario = "\n".join(f"# {line}" for line in workload_lines(w))
     message = str(violation).replace('"""', "'''")
-    steps = bound(w)
     intro = (
         "Found by schedcheck (`schedcheck engine`), exported as a test that needs only the "
         f"engine and pytest: {rendered.engine}. Run: python -m pytest THIS_FILE."
@@ -190,6 +302,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         "scheduler; the model is simulated: each step's tokens are read from NEXT, the token "
         "schedcheck's model gave each prefix (a correct engine computes only prefixes listed)."
     )
+    config = [f"{n} = {v!r}" for n, v in constants.items() if n not in ("PROMPTS", "MOST")]
     lines = [
         f'"""{shown}: {check} ({info.title}) at step {violation.step}.',
         "",
@@ -207,48 +320,58 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         scenario,
         *events,
         "",
-        "import signal",
+        *([] if "import signal\n" in rendered.imports else ["import signal"]),
         rendered.imports.strip(),
         "",
+        *config,
         _literal("NEXT", [f"{p!r}: {t}" for p, t in table.items()]),
-        _literal("ARRIVALS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(arrivals.items())]),
-        f"STEPS = {steps}  # every request finishes within these (a generous bound)",
+        *_requests(w),
+    ]
+    if w.resets:
+        lines.append(
+            f"RESETS = {list(w.resets)!r}  # the prefix cache cleared as these steps start"
+        )
+    last = max(r.arrival for r in w.requests)
+    lines += [
+        f"LAST = {last}  # the last arrival: after it, a step with nothing to run ends the test",
+        f"STEPS = {bound(w)}  # every request finishes within these (a generous bound)",
         "STEP_SECONDS = 10  # a step that takes longer hangs (schedcheck's E6)",
     ]
+    if check == "E13":
+        lines.append(_literal("PROMPTS", [f"{n!r}: {k}" for n, k in constants["PROMPTS"].items()]))
+        lines.append("# the most tokens each may produce (max_tokens, or less under MAX_MODEL_LEN)")
+        lines.append(_literal("MOST", [f"{n!r}: {k}" for n, k in constants["MOST"].items()]))
     if check == "E7":
         expected = {r.name: list(w.alone(r)) for r in w.requests}
         lines.append(f"ALONE = {expected!r}  # each request's output run alone")
     if rendered.helpers.strip():
         lines += ["", "", rendered.helpers.strip()]
-    lines += [
-        "",
-        "",
-        f"def build():\n{_indent(rendered.build_body)}",
-        "",
-        "",
-        f"def add(engine, name, prompt, max_tokens, ignore_eos):\n{_indent(rendered.add_body)}",
-        "",
-        "",
-        f"def step(engine, requests):\n{_indent(rendered.step_body)}",
-        "",
-        "",
-        f"def done(engine, requests):\n{_indent(rendered.done_body)}",
-        "",
-        "",
+    functions = [
+        ("build()", rendered.build_body),
+        (
+            "add(engine, name, prompt, max_tokens, ignore_eos, priority=0, stop=())",
+            rendered.add_body,
+        ),
+        *([("abort(engine, requests, name, during)", rendered.abort_body)] if aborts else []),
+        *([("reset(engine, requests)", rendered.reset_body)] if w.resets else []),
+        ("step(engine, requests, n, seen)", rendered.step_body),
+        ("done(engine, requests)", rendered.done_body),
+        *(
+            [("unfinished(engine, requests)", rendered.unfinished_body)]
+            if check in ("E5", "E7") and rendered.unfinished_body
+            else []
+        ),
+        *([("pool(engine, requests)", rendered.pool_body)] if check == "E3" else []),
+        *([("state(engine, requests)", rendered.state_body)] if check in STATE_READ else []),
+        *([("outputs(engine, requests)", rendered.outputs_body)] if check == "E7" else []),
     ]
-    if check == "E3":
-        lines += [
-            f"def pool(engine, requests):\n{_indent(rendered.pool_body)}",
-            "",
-            "",
-            POOL_PROBLEM.strip(),
-            "",
-            "",
-        ]
-    if check == "E7":
-        lines += [f"def outputs(engine, requests):\n{_indent(rendered.outputs_body)}", "", ""]
-    last = max(arrivals)
+    for head, body in functions:
+        lines += ["", "", f"def {head}:\n{_indent(body)}"]
+    if check in SOURCES:
+        lines += ["", "", SOURCES[check].strip()]
     lines += [
+        "",
+        "",
         "class Hung(Exception):",
         '    """A call into the engine that did not return."""',
         "",
@@ -260,37 +383,8 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         *rendered.decorators,
         f"def test_{_slug(info.title)}():",
         f'    """{info.title[0].upper()}{info.title[1:]} (schedcheck\'s {check})."""',
-        "    engine, requests = build(), {}",
-        "    for n in range(1, STEPS + 1):",
-        "        for name, prompt, max_tokens, ignore_eos in ARRIVALS.get(n, []):",
-        "            requests[name] = add(engine, name, prompt, max_tokens, ignore_eos)",
-        f"        if n > {last} and done(engine, requests):",
-        "            break",
-        "        signal.signal(signal.SIGALRM, hung)",
-        "        signal.alarm(STEP_SECONDS)",
-        "        try:",
-        "            step(engine, requests)"
-        + ("  # E6: it raises nothing" if check == "E6" else ""),
-        "        finally:",
-        "            signal.alarm(0)",
+        *_loop(check, aborts, bool(w.resets), bool(rendered.unfinished_body)),
     ]
-    if check == "E3":
-        lines += [
-            "        problem = pool_problem(pool(engine, requests))",
-            '        assert problem is None, f"after step {n}: {problem}"',
-        ]
-    if check in ("E5", "E7"):
-        lines.append(
-            '    assert done(engine, requests), f"requests unfinished after {STEPS} steps"'
-        )
-    if check == "E7":
-        lines += [
-            "    got = outputs(engine, requests)",
-            "    for name, alone in ALONE.items():",
-            "        assert got.get(name) == alone, (",
-            '            f"{name} produced {got.get(name)}, alone {alone}"',
-            "        )",
-        ]
     return "\n".join(lines) + "\n"
 
 

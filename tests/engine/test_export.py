@@ -18,7 +18,7 @@ import pytest
 from schedcheck import faults
 from schedcheck.cli.main import main
 from schedcheck.engine import registry
-from schedcheck.engine.export import POOL_PROBLEM, plain_pool, pool_problem
+from schedcheck.engine.properties import POOL_PROBLEM, plain_pool, problem
 from schedcheck.engine.trace import Block, Pool
 from tests.engine_subjects.catalogue import CORRECT, MUTANTS, SHAPES, checkout
 
@@ -245,12 +245,13 @@ def test_the_exported_pool_problem_finds_what_e3_s_structure_finds() -> None:
         {},
         {},
     )
-    assert pool_problem(plain_pool(good)) is None and "def pool_problem(pool):" in POOL_PROBLEM
+    assert problem(POOL_PROBLEM, plain_pool(good)) is None
+    assert "def pool_problem(pool):" in POOL_PROBLEM
     for bad, said in (
         (good._replace(free=(1, 1)), "in the free list twice"),
         (good._replace(free=(1, 0)), "both free and used"),
         (good._replace(free=()), "neither free, cached nor used"),
         (good._replace(tables={"r1": (0, 2)}), "has ref_count 2, but 1 block table(s)"),
     ):
-        found = pool_problem(plain_pool(bad))
+        found = problem(POOL_PROBLEM, plain_pool(bad))
         assert found is not None and said in found, (said, found)

@@ -23,6 +23,7 @@ from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.vllm.drive import RUNNER, TRAITS, Core, run_vllm, warm
+from schedcheck.engine.vllm.export import render
 from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.worker import LoadError
 from schedcheck.engine.workload import EngineWorkload
@@ -179,10 +180,7 @@ class Vllm:
         return f"{self.shown(setup)} cannot be driven: {why}"
 
     def render(self, setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
-        return (
-            "its exported test is not written yet (nano-vllm's and the toy engine's are: "
-            "docs/findings.md)"
-        )
+        return render(setup, trace)
 
     def settle(
         self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]

@@ -1,0 +1,171 @@
+"""The checks as an exported test states them (issue 48): plain Python over plain data, the
+engine's state read into dicts by the adapter's rendered calls, no schedcheck at run time.
+
+Each property is source text, copied into the test file as it stands, and run here on the
+plain data read off a trace (`plain_pool`, `plain_state`): a check is exported only where
+its property, so stated, fires at the step schedcheck's check fired (export.py), and the
+tests show each firing and quiet beside the check it restates.
+
+- `pool_problem` (E3's structure): every block free, cached or used, once; a used block's
+  ref_count the number of block tables holding it.
+- `schedule_problem` (E1): each scheduled request's positions inside its tokens (those it
+  knows and those in flight) and inside its block table.
+- `flight_problem` (E11): the scheduler's count of tokens in flight never negative, never
+  more than the request has in flight, and its computed count agreeing with both.
+- `wasted_problem` (E13): a request running before a step and still running after its
+  schedule is left out of it only when the step is full, or every token it may still
+  produce is in flight already.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schedcheck.engine.trace import EngineStep, Pool
+
+__all__ = [
+    "FLIGHT_PROBLEM",
+    "POOL_PROBLEM",
+    "SCHEDULE_PROBLEM",
+    "SOURCES",
+    "STATE_READ",
+    "WASTED_PROBLEM",
+    "plain_pool",
+    "plain_state",
+    "problem",
+]
+
+POOL_PROBLEM = '''def pool_problem(pool):
+    """What is wrong with the block pool (None: nothing): every block free, cached or used,
+    once; a used block's ref_count the number of block tables holding it."""
+    free, used, cached = pool["free"], pool["used"], pool.get("cached", [])
+    for name, blocks in (("free list", free), ("cache", cached)):
+        twice = sorted(b for b in set(blocks) if blocks.count(b) > 1)
+        if twice:
+            return f"block {twice[0]} is in the {name} twice"
+    for one, x, two, y in ((free, "free", used, "used"), (cached, "cached", used, "used"),
+                           (free, "free", cached, "cached")):
+        both = sorted(set(one) & set(two))
+        if both:
+            return f"block {both[0]} is both {x} and {y}"
+    every = set(range(len(pool["blocks"]))) - set(pool.get("reserved", []))
+    seen = set(free) | set(used) | set(cached)
+    if seen != every:
+        return f"block {sorted(every ^ seen)[0]} is neither free, cached nor used"
+    holders = {}
+    for name, table in pool["tables"].items():
+        for b in table:
+            holders.setdefault(b, []).append(name)
+    for b in sorted(every):
+        refs, held = pool["blocks"][b], holders.get(b, [])
+        if refs != len(held):
+            return f"block {b} has ref_count {refs}, but {len(held)} block table(s) hold it"
+        if (refs > 0) != (b in used):
+            return f"block {b} has ref_count {refs} but is {'used' if b in used else 'not used'}"
+    return None
+'''
+
+SCHEDULE_PROBLEM = '''def schedule_problem(state):
+    """What is wrong with the step just scheduled (None: nothing): each request computes
+    positions inside its tokens (those it knows and those in flight) and its block table."""
+    for name, (start, count, size, blocks) in state["scheduled"].items():
+        end = start + count
+        if count < 1 or start < 0 or end > size:
+            return (f"{name} is scheduled for positions {start}..{end - 1} of a sequence "
+                    f"of {size} tokens")
+        if len(blocks) * BLOCK_SIZE < end:
+            return (f"{name} computes up to position {end - 1}, but its block table "
+                    f"{blocks} covers only {len(blocks) * BLOCK_SIZE} positions")
+    return None
+'''
+
+FLIGHT_PROBLEM = '''def flight_problem(state):
+    """What is wrong with the count of tokens in flight (None: nothing): never negative,
+    never more than the request has in flight (sampled in steps not yet updated), and for
+    a running request num_computed_tokens = the tokens it knows + those in flight - 1."""
+    for name, (computed, placeholders, in_flight, known, status) in state["progress"].items():
+        if placeholders < 0:
+            return f"{name}: num_output_placeholders is {placeholders}"
+        if placeholders > in_flight:
+            return (f"{name}: num_output_placeholders is {placeholders}, but it has "
+                    f"{in_flight} token(s) in flight ({status.lower()})")
+        if status == "RUNNING" and placeholders and computed != known + placeholders - 1:
+            return (f"{name}: num_computed_tokens is {computed}, but it knows {known} tokens "
+                    f"and has {placeholders} in flight: {known + placeholders - 1} are computed")
+    return None
+'''
+
+WASTED_PROBLEM = '''def wasted_problem(before, now):
+    """What is wrong with the step just scheduled (None: nothing): a request running before
+    it and still running is left out only when the step is full (MAX_NUM_BATCHED_TOKENS,
+    MAX_NUM_SEQS) or every token it may still produce is in flight (MOST)."""
+    scheduled = now["scheduled"]
+    total = sum(count for _, count, _, _ in scheduled.values())
+    left = []
+    for name in before["running"]:
+        *_, placeholders, _, known, status = now["progress"].get(name, [0] * 4 + ["FINISHED"])
+        if status == "RUNNING" and name not in scheduled:
+            if known - PROMPTS[name] + placeholders < MOST[name]:
+                left.append(name)
+    if left and total < MAX_NUM_BATCHED_TOKENS and len(scheduled) < MAX_NUM_SEQS:
+        return (f"{', '.join(left)} running, left out of this step, though it scheduled "
+                f"{total} of max_num_batched_tokens {MAX_NUM_BATCHED_TOKENS} and "
+                f"{len(scheduled)} of max_num_seqs {MAX_NUM_SEQS} requests")
+    return None
+'''
+
+SOURCES = {
+    "E1": SCHEDULE_PROBLEM,
+    "E3": POOL_PROBLEM,
+    "E11": FLIGHT_PROBLEM,
+    "E13": WASTED_PROBLEM,
+}
+"""Each exported check's property, by the check it restates."""
+
+STATE_READ = ("E1", "E11", "E13")
+"""The properties read off the scheduler's state (`plain_state`: what the adapter's
+`state()` returns) after the calls a step makes, rather than off its block pool."""
+
+
+def problem(source: str, *args: Any, **constants: Any) -> str | None:
+    """Run a property's source here, as the test runs it, with the test's module constants
+    (BLOCK_SIZE, MOST, ...): what it finds."""
+    namespace: dict[str, Any] = dict(constants)
+    exec(source, namespace)  # our own source, the test's copy of it
+    name = source.split("(", 1)[0].removeprefix("def ")
+    found = namespace[name](*args)
+    return None if found is None else str(found)
+
+
+def plain_pool(pool: Pool) -> dict[str, Any]:
+    """A pool as the exported test's `pool()` gives it."""
+    return {
+        "blocks": [b.ref_count for b in pool.blocks],
+        "free": list(pool.free),
+        "used": list(pool.used),
+        "cached": list(pool.cached),
+        "reserved": list(pool.reserved),
+        "tables": {n: list(t) for n, t in pool.tables.items()},
+    }
+
+
+def plain_state(step: EngineStep | None, pool: Pool) -> dict[str, Any]:
+    """The scheduler's state as the exported test's `state()` gives it: `step`'s schedule
+    (none where `step` is None: the state after an update), the running list, and each
+    unfinished request's computed count, its count in flight as the scheduler keeps it and
+    as it is, the tokens it knows and its status."""
+    scheduled = {
+        s.name: [s.num_cached, s.num_scheduled, len(s.token_ids), list(s.block_table)]
+        for s in (step.scheduled if step is not None else ())
+    }
+    progress = {
+        p.name: [
+            p.computed,
+            p.placeholders,
+            p.in_flight,
+            len(pool.tokens.get(p.name, ())),
+            pool.status.get(p.name, "WAITING"),
+        ]
+        for p in pool.progress
+    }
+    return {"scheduled": scheduled, "running": list(pool.running), "progress": progress}

@@ -1,0 +1,283 @@
+"""vLLM's part of an exported test (engine/export.py): its Scheduler or AsyncScheduler built
+as its own CPU tests build one (`tests/v1/core/utils.py`'s `create_scheduler`: a
+VllmConfig, a KVCacheConfig of one full-attention group, the StructuredOutputManager) and
+driven as its engine core drives it (`EngineCore.step`, or `step_with_batch_queue` with a
+queue of two in async mode), written from the trace's workload and the release's facts
+(modes.py) alone: nothing of vLLM is imported here.
+
+The test adapts to the release it runs on where releases differ in what a test must pass
+(read off their signatures at run time, as build.py does), so that one exported test runs
+on the release that has the bug, on the one that fixed it and on CI's: 0.11's Request
+takes the model's eos and its ModelRunnerOutput numpy arrays; up to 0.33 the output maps
+requests to rows; `reset_prefix_cache(reset_running_requests=True)` from 0.14.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import pprint
+from pathlib import Path
+
+from schedcheck.engine.adapter import EngineSetup
+from schedcheck.engine.export import Rendered
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.vllm.build import MODEL
+from schedcheck.engine.vllm.modes import Mode
+from schedcheck.engine.workload import EOS
+
+__all__ = ["render"]
+
+IMPORTS = """import dataclasses
+import hashlib
+import inspect
+import json
+import os
+import signal
+import tempfile
+from collections import deque
+from pathlib import Path
+
+import pytest
+import torch
+from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
+from vllm.sampling_params import SamplingParams
+from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+{imported}
+from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
+from vllm.v1.outputs import ModelRunnerOutput
+from vllm.v1.request import Request, RequestStatus
+from vllm.v1.structured_output import StructuredOutputManager
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is a local config.json
+os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"  # the protocol is set on the Scheduler (V2)"""
+
+CORE = '''
+class Core:
+    """vLLM's engine core reduced to its scheduler's calls: EngineCore.step, or in async
+    mode step_with_batch_queue with a queue of two (step N+1 is scheduled before step N's
+    update). The model runner is simulated: a request scheduled to the end of its tokens
+    (those it knows and those in flight) samples NEXT's token for them."""
+
+    def __init__(self, scheduler):
+        self.scheduler, self.requests = scheduler, {}
+        self.queue = deque()  # (output, {name: token sampled}, names dropped), oldest right
+        self.landing, self.again = [], []  # aborts landing during a step, then again after
+        self.scheduled = {}  # the last schedule(): name -> [start, count, tokens, blocks]
+        self.hasher = get_request_block_hasher(BLOCK_SIZE, block_hash)
+
+    def flight(self, name):
+        """The tokens `name` has in flight: sampled in steps not yet updated."""
+        return [
+            s[name] for _, s, dropped in reversed(self.queue) if name in s and name not in dropped
+        ]
+
+    def finish(self, names):
+        for name in names:
+            self.scheduler.finish_requests(name, RequestStatus.FINISHED_ABORTED)
+
+    def has_requests(self):
+        return getattr(self.scheduler, "has_requests", self.scheduler.has_unfinished_requests)()
+
+    def step(self, n, seen):
+        self.finish(self.again)
+        self.again = []
+        if not ASYNC or self.has_requests():
+            out = self.scheduler.schedule()
+            self.queue.appendleft(self.compute(out))
+            if seen:
+                seen("schedule()")
+            total = out.total_num_scheduled_tokens
+            if len(self.queue) < (2 if ASYNC else 1) and self.holds(total, n):
+                self.again, self.landing = self.landing, []
+                return
+        self.update(self.queue.pop(), seen)
+
+    def holds(self, total, n):
+        """Whether the engine core, its queue not full, returns without an update."""
+        if LOOKS_AT_DEVICE:  # a batch the device finished (EARLY) is updated at once
+            return total > 0 and n not in EARLY
+        return total > 0 or self.has_requests()
+
+    def compute(self, out):
+        self.scheduled, sampled = {}, {}
+        for name, count in out.num_scheduled_tokens.items():
+            tokens = [*self.requests[name].all_token_ids, *self.flight(name)]
+            start = self.requests[name].num_computed_tokens - count  # schedule() advanced it
+            blocks = list(self.scheduler.kv_cache_manager.get_block_ids(name)[0])
+            self.scheduled[name] = [start, count, len(tokens), blocks]
+            if start + count >= len(tokens):
+                sampled[name] = NEXT[tuple(tokens[: start + count])]
+        return out, sampled, set()
+
+    def update(self, batch, seen):
+        out, sampled, _ = batch
+        if self.landing:  # the aborts that landed during the step, before its update
+            self.scheduler.finish_requests(self.landing, RequestStatus.FINISHED_ABORTED)
+            self.again, self.landing = self.landing, []
+        order = list(out.num_scheduled_tokens)
+        self.scheduler.update_from_output(out, runner_output(order, sampled))
+        if seen:
+            seen("update_from_output()")
+
+    def state(self):
+        progress = {}
+        for name, r in self.requests.items():
+            if not r.is_finished():
+                status = "RUNNING" if r.status == RequestStatus.RUNNING else "WAITING"
+                placeholders = getattr(r, "num_output_placeholders", 0)
+                progress[name] = [r.num_computed_tokens, placeholders, len(self.flight(name)),
+                                  len(r.all_token_ids), status]
+        running = [r.request_id for r in self.scheduler.running]
+        return {"scheduled": self.scheduled, "running": running, "progress": progress}
+
+
+def block_hash(obj):
+    """The block hash function (the release's own sha256 moved between modules)."""
+    return hashlib.sha256(repr(obj).encode()).digest()
+
+
+def runner_output(order, sampled):
+    """The step's ModelRunnerOutput: one token for each request in `sampled`, none for a
+    chunk short of its end. (0.11: numpy arrays and no defaults; 0.34: no req_id_to_index.)"""
+    fields = {f.name: f for f in dataclasses.fields(ModelRunnerOutput)}
+    tokens = [[sampled[name]] if name in sampled else [] for name in order]
+    if "ndarray" in str(fields["sampled_token_ids"].type):
+        import numpy
+
+        tokens = [numpy.array(t, dtype=numpy.int64) for t in tokens]
+    more = {"logprobs": None, "prompt_logprobs_dict": {}, "pooler_output": []}
+    none = dataclasses.MISSING
+    more = {
+        k: v for k, v in more.items()
+        if k in fields and fields[k].default is none and fields[k].default_factory is none
+    }
+    if "req_id_to_index" in fields:
+        more["req_id_to_index"] = {name: i for i, name in enumerate(order)}
+    return ModelRunnerOutput(req_ids=list(order), sampled_token_ids=tokens, **more)
+'''
+
+BUILD = """folder = Path(tempfile.mkdtemp())
+(folder / "config.json").write_text(json.dumps(MODEL))
+model_config = ModelConfig(
+    model=str(folder), tokenizer=str(folder), skip_tokenizer_init=True,
+    max_model_len=MAX_MODEL_LEN, dtype="float32",
+)
+scheduler_config = SchedulerConfig(
+    max_num_seqs=MAX_NUM_SEQS, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS,
+    max_model_len=MAX_MODEL_LEN, is_encoder_decoder=False, enable_chunked_prefill=True,
+    async_scheduling=False, policy=POLICY,
+)
+vllm_config = VllmConfig(
+    model_config=model_config,
+    cache_config=CacheConfig(block_size=BLOCK_SIZE, enable_prefix_caching=True),
+    scheduler_config=scheduler_config,
+    device_config=DeviceConfig(device="cpu"),
+)
+vllm_config.cache_config.num_gpu_blocks = NUM_BLOCKS
+vllm_config.scheduler_config.async_scheduling = ASYNC  # after the CPU platform's hook
+spec = FullAttentionSpec(
+    block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float32
+)
+groups = [KVCacheGroupSpec(["layer.0"], spec)]
+kv_cache_config = KVCacheConfig(num_blocks=NUM_BLOCKS, kv_cache_tensors=[], kv_cache_groups=groups)
+init_none_hash(block_hash)
+more = {}
+if "block_size" in inspect.signature(Scheduler).parameters:  # not in 0.11.0
+    more["block_size"] = BLOCK_SIZE
+scheduler = {cls}(
+    vllm_config, kv_cache_config, StructuredOutputManager(vllm_config), log_stats=False, **more
+)
+if V2 and hasattr(scheduler, "use_v2_model_runner"):
+    scheduler.use_v2_model_runner = True  # the v2 model runner's protocol
+return Core(scheduler)"""
+
+ADD = """params = SamplingParams(max_tokens=max_tokens, ignore_eos=ignore_eos,
+                        stop_token_ids=list(stop), temperature=1.0)
+params.update_from_generation_config({}, EOS)
+eos = {"eos_token_id": EOS} if "eos_token_id" in inspect.signature(Request).parameters else {}
+request = Request(name, list(prompt), params, None, arrival_time=float(len(engine.requests)),
+                  priority=priority, block_hasher=engine.hasher, **eos)
+engine.requests[name] = request
+engine.scheduler.add_request(request)
+return request"""
+
+ABORT = """if during and EAGER_ABORTS:  # its engine core takes it just before the step's update
+    engine.landing.append(name)
+else:
+    engine.finish([name])"""
+
+RESET = """running = {r.request_id for r in engine.scheduler.running}
+reset = engine.scheduler.reset_prefix_cache
+if "reset_running_requests" in inspect.signature(reset).parameters:
+    reset(reset_running_requests=True)  # vLLM drops what they have in flight
+    for _, _, dropped in engine.queue:
+        dropped.update(running)
+else:  # before 0.14: cleared only where no request holds a block
+    reset()"""
+
+POOL = """manager = engine.scheduler.kv_cache_manager
+blocks, null = manager.block_pool.blocks, manager.block_pool.null_block.block_id
+return {
+    "blocks": [b.ref_cnt for b in blocks],
+    "free": [b.block_id for b in manager.block_pool.free_block_queue.get_all_free_blocks()],
+    "used": sorted(b.block_id for b in blocks if b.ref_cnt > 0 and b.block_id != null),
+    "reserved": [null],
+    "tables": {n: list(manager.get_block_ids(n)[0]) for n in requests
+               if n in engine.scheduler.requests},
+}"""
+
+
+def _release(setup: EngineSetup) -> str:
+    """The release installed at the setup's root, as pip names it ("vllm" for a checkout
+    whose version is not recorded)."""
+    try:
+        dist = importlib.metadata.Distribution.at(next(Path(setup.root).glob("vllm-*.dist-info")))
+        return f"vllm=={dist.version}"
+    except (StopIteration, OSError):
+        return "vllm"
+
+
+def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
+    """vLLM's calls for the exported test."""
+    w = trace.workload
+    mode = Mode.parse(w.config.mode or setup.modes[0])
+    looks = bool(setup.config.get("looks_at_device", False))
+    cls = "AsyncScheduler" if mode.overlapped else "Scheduler"
+    imported = "from vllm.v1.core.sched.scheduler import Scheduler"
+    if mode.overlapped:
+        imported = "from vllm.v1.core.sched.async_scheduler import AsyncScheduler\n" + imported
+    facts = [
+        "",
+        f"EOS = {EOS}",
+        "# one tiny llama layer: a config.json, no weights",
+        f"MODEL = {pprint.pformat(MODEL, width=88, sort_dicts=False)}",
+        f"ASYNC = {mode.overlapped}  # async scheduling (mode {mode.name})",
+        f"V2 = {mode.protocol == 'v2'}  # the v2 model runner's protocol",
+        f"EAGER_ABORTS = {bool(setup.config.get('eager_aborts', False))}  # _process_aborts_queue",
+        f"LOOKS_AT_DEVICE = {looks}  # step_with_batch_queue asks batch.done()",
+    ]
+    if looks:
+        facts.append(f"EARLY = {set(w.early) or 'set()'}  # steps the device finished first")
+    return Rendered(
+        engine=_release(setup),
+        imports=IMPORTS.replace("{imported}", imported) + "\n" + "\n".join(facts),
+        helpers=CORE.strip(),
+        build_body=BUILD.replace("{cls}", cls),
+        add_body=ADD,
+        abort_body=ABORT,
+        reset_body=RESET,
+        step_body="engine.step(n, seen)",
+        pool_body=POOL,
+        state_body="return engine.state()",
+        done_body="return not engine.scheduler.get_num_unfinished_requests() and not engine.queue",
+        unfinished_body="return [n for n, r in requests.items() if not r.is_finished()]",
+        outputs_body="return {n: list(r.output_token_ids) for n, r in requests.items()}",
+        decorators=("@pytest.mark.cpu_test",),
+        replaced=(
+            "the model, by a config.json of one tiny llama layer and no weights; the block hash, "
+            "by a sha256 of its input (the release's own moved between modules)",
+            "the model runner: each step's tokens are read from NEXT for the positions "
+            "vLLM's runner computes (num_computed_tokens onwards, num_scheduled_tokens of "
+            "them); in async mode a token sampled stays in flight until its step's update",
+        ),
+    )
