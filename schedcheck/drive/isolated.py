@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 from schedcheck.drive.loader import reference_source
 from schedcheck.faults import CheckerError, Failure
 from schedcheck.invariants.liveness import liveness_bound
-from schedcheck.model.trace import Step, Trace, unpack
+from schedcheck.model.trace import Step, Trace
+from schedcheck.model.wire import Reader
 from schedcheck.model.workload import Script, Workload
 from schedcheck.sandbox.process import Limits, Sandbox, Unread, internal
 
@@ -77,12 +78,14 @@ class Isolated(Sandbox):
         run of R1: two cores at work instead of one waiting for the other)."""
         # Calls a driver run makes at most: Scheduler(), Sequence() and add() per request,
         # schedule(), update() and update() again per step, up to the liveness bound.
-        calls = 1 + 2 * len(workload.requests) + 3 * liveness_bound(workload)
-        return self._stream(workload, calls, meanwhile, op="run")
+        bound = liveness_bound(workload)
+        calls = 1 + 2 * len(workload.requests) + 3 * bound
+        return self._stream(workload, calls, bound, meanwhile, op="run")
 
     def run_pair(self, first: Workload, second: Workload) -> tuple[Trace, Trace]:
         """Two schedulers alive at once in the worker (driver.run_pair): their traces."""
         calls = sum(1 + 2 * len(w.requests) + 3 * liveness_bound(w) for w in (first, second))
+        most = (liveness_bound(first), liveness_bound(second))
         self._retire_if_spent()
         self._ensure()
         assert self._out is not None
@@ -94,7 +97,7 @@ class Isolated(Sandbox):
         except Unread as e:
             self.output = ""
             return Trace(first, (), e.failure), Trace(second, (), None)
-        a, b = self._collect((first, second), command)
+        a, b = self._collect((first, second), command, most)
         return a, b
 
     def play(self, workload: Workload, script: Script) -> Trace:
@@ -102,10 +105,16 @@ class Isolated(Sandbox):
         stateful run, its steps streamed back as a run's are."""
         calls = 1 + sum(2 if op[0] in ("add", "step") else 1 for op in script)
         calls += 2 * liveness_bound(workload) * sum(op[0] == "finish" for op in script)
-        return self._stream(workload, calls, lambda: None, op="play", script=script)[0]
+        most = calls  # a step is two calls at least: never more steps than calls
+        return self._stream(workload, calls, most, lambda: None, op="play", script=script)[0]
 
     def _stream(
-        self, workload: Workload, calls: int, meanwhile: Callable[[], _T], **command: Any
+        self,
+        workload: Workload,
+        calls: int,
+        most: int,
+        meanwhile: Callable[[], _T],
+        **command: Any,
     ) -> tuple[Trace, _T]:
         self._retire_if_spent()
         self._ensure()
@@ -122,13 +131,18 @@ class Isolated(Sandbox):
         except BaseException:
             self.stop()  # mid-run: the next workload gets a fresh worker
             raise
-        return self._collect((workload,), command)[0], value
+        return self._collect((workload,), command, (most,))[0], value
 
-    def _collect(self, workloads: tuple[Workload, ...], command: dict[str, Any]) -> list[Trace]:
-        """The traces of a command's run: one, or a pair's two (each step says which: "of");
-        the failure is the one run's it stopped in."""
+    def _collect(
+        self, workloads: tuple[Workload, ...], command: dict[str, Any], most: tuple[int, ...]
+    ) -> list[Trace]:
+        """The traces of a command's run: one, or a pair's two (each step says which: "of"),
+        each read from its stream (model/wire.py: a state as what changed since the one
+        before it; each run has at most `most` steps); the failure is the one run's it
+        stopped in."""
         assert self._out is not None
         steps: list[list[Step]] = [[] for _ in workloads]
+        readers = [Reader(w, m) for w, m in zip(workloads, most, strict=True)]
         failure: Failure | None = None
         of = 0  # the run the failure is charged to
         while True:
@@ -143,19 +157,22 @@ class Isolated(Sandbox):
                     failure = self._blamed(internal(message), _again(workloads, command))
                     break
                 if kind == "step":
-                    steps[_of(message["step"], workloads)].append(Step.from_dict(message["step"]))
+                    of = _of(message, workloads)
+                    steps[of].append(readers[of].step(message["step"]))
                 elif kind == "steps":  # a long run's, in a batch (idle runs packed)
-                    for item in message["steps"]:
-                        steps[0].extend(unpack(item))
+                    for item in _items(message["steps"]):
+                        steps[0].extend(readers[0].unpack(item))
                 elif kind == "end":
-                    for step in message["rest"]:
-                        steps[_of(step, workloads)].append(Step.from_dict(step))
+                    for item in _items(message["rest"]):
+                        of, wire = item if len(workloads) > 1 else (0, item)
+                        of = _of({"of": of}, workloads)
+                        steps[of].append(readers[of].step(wire))
                     if message["failure"] is not None:
                         failure = Failure.from_worker(message["failure"])
                         of = _of(message["failure"], workloads)
                     failure = failure or self._threads_left(len(steps[0]))
                     break
-            except (KeyError, TypeError, ValueError, IndexError):
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError):
                 self.stop()
                 what = "the worker sent something that is not a trace"
                 failure = self._blamed(what, _again(workloads, command))
@@ -170,6 +187,13 @@ class Isolated(Sandbox):
         """Which of a pair's runs the call under way (a hang, a death) belongs to: the board
         names it ("schedule() of scheduler B")."""
         return 1 if runs > 1 and self.where[1].endswith(" of scheduler B") else 0
+
+
+def _items(value: Any) -> list[Any]:
+    """A message's list of steps (anything else: the worker sent no trace)."""
+    if type(value) is not list:
+        raise ValueError(f"not a list of steps: {str(value)[:80]}")
+    return value
 
 
 def _of(message: dict[str, Any], workloads: tuple[Workload, ...]) -> int:

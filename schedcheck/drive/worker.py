@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 
 from schedcheck.drive.contract import contract_problems
 from schedcheck.drive.driver import describe, play, run, run_pair
-from schedcheck.model.trace import Step, Trace, pack
+from schedcheck.model.trace import Step, Trace
+from schedcheck.model.wire import Writer, pack
 from schedcheck.model.workload import Workload
 from schedcheck.sandbox import stack
 from schedcheck.sandbox.beat import Board
@@ -36,9 +37,9 @@ class Driving(NamedTuple):
     run_pair: Callable[..., Any]
     play: Callable[..., Any]
     workload: Callable[[dict[str, Any]], Workload]
-    step_dict: Callable[[Step], dict[str, Any]]
-    step_wire: Callable[[Step], Any]  # a long run's steps, as its batches carry them
-    pack: Callable[[list[Any], Any], None]
+    writer: Callable[[], Writer]  # a stream's steps as the parent reads them (model/wire.py)
+    step: Callable[[Writer, Step], list[Any]]
+    pack: Callable[[list[Any], list[Any]], None]  # a long run's batch, idle runs merged
 
 
 def driving() -> Driving:
@@ -48,8 +49,8 @@ def driving() -> Driving:
         run_pair,
         play,
         Workload.from_dict,
-        Step.to_dict,
-        Step.to_wire,
+        Writer,
+        Writer.step,
         pack,
     )
 
@@ -81,10 +82,13 @@ class SchedulerWorker(Worker):
         self.sents = [0, 0]  # the same, of each scheduler of a pair
         self.batch = 0  # steps sent a message at a time (a long run's); 0: each alone
         self.pending: list[Any] = []
+        # each run's stream: a state goes as what changed since the one before it in it
+        self.writers = [self.drive.writer(), self.drive.writer()]
 
     def op_run(self, request: dict[str, Any]) -> None:
         workload = self.drive.workload(request["workload"])
         self.sent = 0
+        self.writers[0] = self.drive.writer()
         # a long run's steps go in batches of its sampling's length (tens of thousands of
         # messages would cost more than the run): a death loses at most one batch
         self.batch = workload.sample_every
@@ -94,17 +98,19 @@ class SchedulerWorker(Worker):
         """A script of calls (the stateful test's), streamed like a run."""
         workload = self.drive.workload(request["workload"])
         self.sent = 0
+        self.writers[0] = self.drive.writer()
         script = request["script"]
         self.end(self.drive.play(self.module, workload, script, self.heartbeat, self.step_done))
 
     def op_pair(self, request: dict[str, Any]) -> None:
         """Two schedulers alive at once (driver.run_pair), streamed like a run: each step
-        says which scheduler's it is ("of": 0 or 1)."""
+        says which scheduler's it is ("of": 0 or 1), each scheduler's a stream of its own."""
         first, second = (self.drive.workload(w) for w in request["workloads"])
         self.sents = [0, 0]
+        self.writers = [self.drive.writer(), self.drive.writer()]
         traces = self.drive.run_pair(self.module, first, second, self.heartbeat, self.of_done)
         rest = [
-            {**self.drive.step_dict(step), "of": of}
+            [of, self.drive.step(self.writers[of], step)]
             for of, trace in enumerate(traces)
             for step in trace.steps[self.sents[of] :]
         ]
@@ -121,22 +127,24 @@ class SchedulerWorker(Worker):
             self.pending = []
         failure = None if trace.failure is None else self.tools.fields(trace.failure)
         # A failure mid-step leaves a step the stream never carried: send it with the end.
-        rest = [self.drive.step_dict(step) for step in trace.steps[self.sent :]]
+        writer = self.writers[0]
+        rest = [self.drive.step(writer, step) for step in trace.steps[self.sent :]]
         self.send(kind="end", rest=rest, failure=failure)
 
     def step_done(self, step: Step) -> None:
         self.sent += 1
+        wire = self.drive.step(self.writers[0], step)
         if not self.batch:
-            self.send(kind="step", step=self.drive.step_dict(step))
+            self.send(kind="step", step=wire)
             return
-        self.drive.pack(self.pending, self.drive.step_wire(step))
+        self.drive.pack(self.pending, wire)
         if len(self.pending) >= self.batch:
             self.send(kind="steps", steps=self.pending)
             self.pending = []
 
     def of_done(self, of: int, step: Step) -> None:
         self.sents[of] += 1
-        self.send(kind="step", step={**self.drive.step_dict(step), "of": of})
+        self.send(kind="step", of=of, step=self.drive.step(self.writers[of], step))
 
 
 def _read_submission(path: str) -> bytes:

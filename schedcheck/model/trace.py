@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -137,27 +136,6 @@ class Step:
             return self.again.after
         return self.scheduled if self.update is None else self.update.after
 
-    def to_wire(self) -> dict[str, Any] | list[Any]:
-        """As sent in a long run's batches: a step between samples (its counters alone) as a
-        list, tens of thousands of them; any other as to_dict. from_dict reads both."""
-        u = self.update
-        if (
-            u is None
-            or self.again is not None
-            or u.samples
-            or not self.scheduled.light()
-            or not u.after.light()
-        ):
-            return self.to_dict()
-        return [
-            self.number,
-            list(self.arrivals),
-            [list(x) for x in self.schedule],
-            self.scheduled.to_dict(),
-            list(u.finished),
-            u.after.to_dict(),
-        ]
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "number": self.number,
@@ -169,16 +147,7 @@ class Step:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | list[Any]) -> Step:
-        if isinstance(data, list):
-            number, arrivals, schedule, scheduled, finished, after = data
-            return cls(
-                int(number),
-                tuple(arrivals),
-                tuple((str(k), int(v)) for k, v in schedule),
-                State.from_dict(scheduled),
-                Update(tuple(finished), (), State.from_dict(after)),
-            )
+    def from_dict(cls, data: dict[str, Any]) -> Step:
         update, again = data["update"], data["again"]
         return cls(
             number=int(data["number"]),
@@ -220,38 +189,3 @@ class Trace:
             steps=tuple(Step.from_dict(step) for step in data["steps"]),
             failure=None if failure is None else Failure(**failure),
         )
-
-
-def pack(batch: list[Any], wire: Any) -> None:
-    """Add a long run's step (its `Step.to_wire()`) to a batch: a step where nothing arrived,
-    nothing was scheduled or finished and the counters did not move is merged into the idle
-    run before it (most of a marathon's tens of thousands)."""
-    idle = (
-        isinstance(wire, list)
-        and not wire[1]
-        and not wire[2]
-        and not wire[4]
-        and wire[3] == wire[5]
-    )
-    if not idle:
-        batch.append(wire)
-        return
-    last = batch[-1] if batch else None
-    if isinstance(last, dict) and "idle" in last:
-        first, count, blocks, preemptions = last["idle"]
-        if first + count == wire[0] and [blocks, preemptions] == wire[3]:
-            last["idle"][1] += 1
-            return
-    batch.append({"idle": [wire[0], 1, *wire[3]]})
-
-
-def unpack(item: Any) -> Iterator[Step]:
-    """A batch's item as the steps it stands for (pack's inverse)."""
-    if isinstance(item, dict) and "idle" in item:
-        first, count, blocks, preemptions = (int(x) for x in item["idle"])
-        state = counters(blocks, preemptions)
-        update = Update((), (), state)
-        for k in range(count):
-            yield Step(first + k, (), (), state, update)
-        return
-    yield Step.from_dict(item)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 from pathlib import Path
 from types import ModuleType
 
@@ -18,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from schedcheck import scheduler as reference
 from schedcheck.drive.driver import run
 from schedcheck.invariants.oracles import state_divergence
-from schedcheck.model.trace import State, Update, counters, pack, unpack
+from schedcheck.model.trace import State, Update, counters
+from schedcheck.model.wire import Reader, Writer, pack
 from schedcheck.model.workload import Config, Request, Workload
 from schedcheck.strategies.large import MARATHON_REQUESTS, MARATHON_STEPS, marathon
 from schedcheck.verdict.report import describe_workload
@@ -132,18 +134,26 @@ def test_idle_steps_travel_packed_and_come_back_as_they_were() -> None:
     """A long run's batch merges the steps where nothing happened (no arrival, nothing
     scheduled or finished, the counters unchanged) into runs; a step whose counters moved
     with nothing scheduled (a leak between calls) is never merged away."""
-    trace = run(reference, bursts(gap=15))
+    workload = bursts(gap=15)
+    trace = run(reference, workload)
     batch: list[object] = []
+    writer = Writer()
     for step in trace.steps:
-        pack(batch, step.to_wire())
+        pack(batch, writer.step(step))
     assert any(isinstance(item, dict) for item in batch)
     assert len(batch) < len(trace.steps)
-    assert [s for item in batch for s in unpack(item)] == list(trace.steps)
+    batch = json.loads(json.dumps(batch))  # as it travels
+    reader = Reader(workload, len(trace.steps))
+    assert [s for item in batch for s in reader.unpack(item)] == list(trace.steps)
     idle = next(s for s in trace.steps if not s.schedule and s.scheduled.light())
     leaked = dataclasses.replace(
         idle, update=Update((), (), counters(idle.scheduled.blocks_used + 1, 0))
     )
     mixed: list[object] = []
+    writer = Writer()
     for step in (idle, dataclasses.replace(leaked, number=idle.number + 1)):
-        pack(mixed, step.to_wire())
-    assert len(mixed) == 2 and [s for i in mixed for s in unpack(i)][1].update == leaked.update
+        pack(mixed, writer.step(step))
+    mixed = json.loads(json.dumps(mixed))
+    reader = Reader(workload, 2)
+    assert len(mixed) == 2
+    assert [s for i in mixed for s in reader.unpack(i)][1].update == leaked.update

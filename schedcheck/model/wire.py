@@ -1,0 +1,239 @@
+"""A run's steps as the worker streams them to the parent (issue 56): compact JSON lists, each
+state sent as what changed since the state before it in the same stream.
+
+Per call the driver copies every sequence (schedcheck/drive/driver.py); most do not change
+from one call to the next. The worker's `Writer` sends a whole state as its counters, each
+queue only where it changed (else null), and only the sequences that changed, an output as
+how much of the one before it kept and the tokens after; the parent's `Reader` rebuilds the
+very same `State` from the state before it, sharing what did not change (a `SeqState`, a
+queue, a whole state). Both sides walk the stream in one order: a step's state after
+schedule(), after update(), after update() again, step after step (and a pair's two runs
+each in a stream of its own), so each side's state before is the other's.
+
+A step is `[number, arrivals, schedule, scheduled, update, again]`: `schedule` flat (id, n,
+id, n, ...); `update` and `again` are null or `[finished, samples, after]`, `samples` flat
+(id, num_computed, num_tokens, ...). A state is `[blocks_used, num_preemptions]` when it
+holds its counters alone (a long run's step between samples: Workload.sample_every; or an
+empty scheduler), else `[blocks_used, num_preemptions, waiting, running, finished,
+changes]`, a queue null where it is the state before's, `changes` a list of `[seq_id,
+status, num_computed, num_tokens, num_blocks, keep, tail]`: that sequence's output is the
+first `keep` tokens of its output before, then `tail`.
+
+The worker is the submission's process: the Reader takes nothing on trust. Every value is
+type-checked (ints are ints, ids are the workload's own, statuses one of the three names)
+and anything else raises ValueError, TypeError, KeyError or IndexError, which the parent
+reads as a reply that is no trace (schedcheck/drive/isolated.py), never as a verdict on it.
+Ids become the workload's own str objects: a trace read here compares with the reference's
+by identity wherever they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, NoReturn
+
+from schedcheck.model.trace import Sample, SeqState, State, Step, Update, counters
+from schedcheck.model.workload import Workload
+
+STATUSES = {name: name for name in ("WAITING", "RUNNING", "FINISHED")}
+_INT = frozenset({int})
+_START = counters(0, 0)  # the state before a stream's first: nothing added yet
+
+
+class Writer:
+    """The worker's side: one run's steps, in order, as the stream carries them."""
+
+    def __init__(self) -> None:
+        self.base = _START
+
+    def step(self, step: Step) -> list[Any]:
+        update, again = step.update, step.again
+        return [
+            step.number,
+            step.arrivals,
+            [x for pair in step.schedule for x in pair],
+            self.state(step.scheduled),
+            None if update is None else self.update(update),
+            None if again is None else self.update(again),
+        ]
+
+    def update(self, update: Update) -> list[Any]:
+        samples = [x for sample in update.samples for x in sample]
+        return [update.finished, samples, self.state(update.after)]
+
+    def state(self, state: State) -> list[Any]:
+        base, self.base = self.base, state
+        if state.light():
+            return [state.blocks_used, state.num_preemptions]
+        known = base.seqs
+        changes = []
+        for seq_id, seq in state.seqs.items():
+            was = known.get(seq_id)
+            if was is seq:
+                continue
+            if was is None:
+                changes.append([seq_id, *seq[:4], 0, seq[4]])
+            elif seq != was:
+                out, old = seq[4], was[4]
+                keep = len(old) if out[: len(old)] == old else 0
+                changes.append([seq_id, *seq[:4], keep, out[keep:]])
+        return [
+            state.blocks_used,
+            state.num_preemptions,
+            None if state.waiting == base.waiting else state.waiting,
+            None if state.running == base.running else state.running,
+            None if state.finished == base.finished else state.finished,
+            changes,
+        ]
+
+
+def pack(batch: list[Any], wire: list[Any]) -> None:
+    """Add a long run's step (as `Writer.step` wrote it) to a batch: a step where nothing
+    arrived, nothing was scheduled or finished and the counters did not move is merged into
+    the idle run before it (most of a marathon's tens of thousands)."""
+    number, arrivals, schedule, scheduled, update, again = wire
+    idle = (
+        not arrivals
+        and not schedule
+        and again is None
+        and update is not None
+        and not update[0]
+        and not update[1]
+        and len(scheduled) == 2
+        and update[2] == scheduled
+    )
+    if not idle:
+        batch.append(wire)
+        return
+    last = batch[-1] if batch else None
+    if isinstance(last, dict):
+        first, count, blocks, preemptions = last["idle"]
+        if first + count == number and [blocks, preemptions] == scheduled:
+            last["idle"][1] += 1
+            return
+    batch.append({"idle": [number, 1, *scheduled]})
+
+
+class Reader:
+    """The parent's side: one run's stream read back into Steps, each value checked."""
+
+    def __init__(self, workload: Workload, most: int) -> None:
+        self.base = _START
+        self.ids = {r.seq_id: r.seq_id for r in workload.requests}
+        self.left = most  # steps the run can still have (its calls' bound)
+
+    def _count(self, steps: int) -> None:
+        if not 0 < steps <= self.left:
+            _no(steps, "a count of steps within the run's bound")
+        self.left -= steps
+
+    def step(self, wire: list[Any]) -> Step:
+        self._count(1)
+        number, arrivals, schedule, scheduled, update, again = _list(wire)
+        ids = self.ids
+        flat = _list(schedule)
+        keys = [k if type(k) is str else _no(k, "an id") for k in flat[0::2]]
+        pairs = tuple(zip([ids.get(k, k) for k in keys], _ints(flat[1::2]), strict=True))
+        return Step(
+            _int(number),
+            tuple([ids[k] for k in _list(arrivals)]),
+            pairs,
+            self.state(scheduled),
+            None if update is None else self.update(update),
+            None if again is None else self.update(again),
+        )
+
+    def update(self, wire: list[Any]) -> Update:
+        finished, samples, after = _list(wire)
+        ids = self.ids
+        flat = _list(samples)
+        seq_ids = [ids[k] for k in flat[0::3]]
+        computed, tokens = _ints(flat[1::3]), _ints(flat[2::3])
+        return Update(
+            tuple([ids[k] for k in _list(finished)]),
+            tuple(map(Sample, seq_ids, computed, tokens)) if len(flat) % 3 == 0 else _no(flat),
+            self.state(after),
+        )
+
+    def state(self, wire: list[Any]) -> State:
+        wire = _list(wire)
+        if len(wire) == 2:
+            state = counters(*_ints(wire))
+            self.base = state
+            return state
+        blocks, preemptions, waiting, running, finished, changes = wire
+        base = self.base
+        unmoved = blocks == base.blocks_used and preemptions == base.num_preemptions
+        queues = (waiting, running, finished)
+        if unmoved and queues == (None, None, None) and not _list(changes):
+            return base  # unchanged: the same object (an update() again, an idle step)
+        seqs = base.seqs
+        if _list(changes):
+            seqs = dict(seqs)
+            ids = self.ids
+            for change in changes:
+                if type(change) is not list or len(change) != 7:
+                    _no(change, "a sequence's change")
+                seq_id, status, computed, tokens, num_blocks, keep, tail = change
+                if not _INT.issuperset(map(type, change[2:6])):
+                    _no(change, "ints")
+                seq_id = ids[seq_id]
+                was = seqs.get(seq_id)
+                old = () if was is None else was[4]
+                if not 0 <= keep <= len(old):
+                    _no(keep, "a kept length")
+                out = old[:keep] + tuple(_ints(_list(tail))) if tail else old[:keep]
+                seqs[seq_id] = SeqState(STATUSES[status], computed, tokens, num_blocks, out)
+        state = State(
+            seqs,
+            base.waiting if waiting is None else self.queue(waiting, seqs),
+            base.running if running is None else self.queue(running, seqs),
+            base.finished if finished is None else self.queue(finished, seqs),
+            _int(blocks),
+            _int(preemptions),
+        )
+        self.base = state
+        return state
+
+    def queue(self, wire: list[Any], seqs: dict[str, SeqState]) -> tuple[str, ...]:
+        """A queue's ids: each one of a sequence the state holds (an honest worker's are)."""
+        known = self.ids
+        queue = tuple([known[k] for k in _list(wire)])
+        if not seqs.keys() >= set(queue):
+            _no(queue, "a queue of added sequences")
+        return queue
+
+    def unpack(self, item: Any) -> Iterator[Step]:
+        """A batch's item as the steps it stands for (pack's inverse)."""
+        if type(item) is not dict:
+            yield self.step(item)
+            return
+        first, count, blocks, preemptions = _ints(_list(item["idle"]))
+        self._count(count)
+        state = counters(blocks, preemptions)
+        update = Update((), (), state)
+        self.base = state
+        for k in range(count):
+            yield Step(first + k, (), (), state, update)
+
+
+def _list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        _no(value, "a list")
+    return value
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        _no(value, "an int")
+    return value
+
+
+def _ints(values: list[Any]) -> list[int]:
+    if not _INT.issuperset(map(type, values)):  # one pass in C: the hot path
+        _no(values, "ints")
+    return values
+
+
+def _no(value: Any, what: str = "a step") -> NoReturn:
+    raise ValueError(f"the worker sent {str(value)[:80]} where a trace has {what}")
