@@ -35,7 +35,15 @@ from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.verdict import EngineVerdict, workload_lines
 from schedcheck.engine.workload import EngineWorkload
 
-__all__ = ["EXPORTED", "Rendered", "export_test", "issue_text", "model_table"]
+__all__ = [
+    "EXPORTED",
+    "Rendered",
+    "export_test",
+    "fires",
+    "issue_text",
+    "model_table",
+    "module_constants",
+]
 
 # The checks an exported test asserts, each a property of the engine's own state: the pool
 # adds up (E3); every request finishes (E5); the engine raises nothing (E6, the step itself);
@@ -75,6 +83,7 @@ class Rendered:
     # def unfinished(engine, requests): the names of requests not finished, read off each
     # request ("": done() says, which an engine that lost a request gets wrong)
     unfinished_body: str = ""
+    title: str = ""  # the engine as the test's first line names it ("": the command's words)
 
 
 def model_table(
@@ -106,7 +115,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:60]
 
 
-def _fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) -> bool:
+def fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) -> bool:
     """Whether the check's property as the test states it (properties.py) finds the trace
     wrong at step `at`, read where the test reads it."""
     steps = list(trace.steps)
@@ -152,7 +161,7 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
         raise ValueError("the workload aborts a request, which this engine's test cannot")
     if w.resets and not rendered.reset_body:
         raise ValueError("the workload clears the prefix cache, which this engine's test cannot")
-    if not _fires(check, trace, violation.step, constants):
+    if not fires(check, trace, violation.step, constants):
         name = SOURCES[check].split("(", 1)[0].removeprefix("def ")
         raise ValueError(
             f"{check} here is not what the exported test's {name} reads (it states the "
@@ -160,7 +169,7 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
         )
 
 
-def _constants(trace: EngineTrace) -> dict[str, Any]:
+def module_constants(trace: EngineTrace) -> dict[str, Any]:
     """The workload's config as the test's module constants, and what its property reads."""
     w = trace.workload
     c = w.config
@@ -258,7 +267,7 @@ def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]
         lines += [
             "    left = unfinished(engine, requests)",
             '    assert not left, f"{left} not finished after step {n} (the engine says '
-            "it is done: {done(engine, requests)})\"",
+            'it is done: {done(engine, requests)})"',
         ]
     elif check in ("E5", "E7"):
         lines.append(
@@ -281,7 +290,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
     ValueError where the failure is not exported (why, in words)."""
     violation, trace = verdict.violations[0], verdict.trace
     check, w = violation.check, trace.workload
-    constants = _constants(trace)
+    constants = module_constants(trace)
     _exportable(verdict, rendered, constants)
     info = CATALOGUE[check]
     computed = [
@@ -304,7 +313,10 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
     )
     config = [f"{n} = {v!r}" for n, v in constants.items() if n not in ("PROMPTS", "MOST")]
     lines = [
-        f'"""{shown}: {check} ({info.title}) at step {violation.step}.',
+        '"""'
+        + textwrap.fill(
+            f"{rendered.title or shown}: {check} ({info.title}) at step {violation.step}.", 89
+        ),
         "",
         textwrap.fill(intro, 92),
         "",

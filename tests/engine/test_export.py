@@ -5,12 +5,14 @@ engine; nano-vllm's and the toy engine's renderings), and says why where it writ
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,10 @@ import pytest
 from schedcheck import faults
 from schedcheck.cli.main import main
 from schedcheck.engine import registry
+from schedcheck.engine.checks import check_engine
+from schedcheck.engine.export import fires, module_constants
 from schedcheck.engine.properties import POOL_PROBLEM, plain_pool, problem
-from schedcheck.engine.trace import Block, Pool
+from schedcheck.engine.trace import Block, EngineTrace, Pool
 from tests.engine_subjects.catalogue import CORRECT, MUTANTS, SHAPES, checkout
 
 # A nano-vllm checkout has a config.py (the engine written here leaves it to the checker):
@@ -255,3 +259,47 @@ def test_the_exported_pool_problem_finds_what_e3_s_structure_finds() -> None:
     ):
         found = problem(POOL_PROBLEM, plain_pool(bad))
         assert found is not None and said in found, (said, found)
+
+
+ASYNC_TRACE = Path(__file__).parent.parent / "engine_subjects" / "vllm" / "async_trace.json"
+
+
+def _changed(trace: EngineTrace, at: int, **fields: object) -> EngineTrace:
+    """The trace with step `at` changed (its fields replaced)."""
+    steps = tuple(replace(s, **fields) if s.step == at else s for s in trace.steps)
+    return replace(trace, steps=steps)
+
+
+def _broken(trace: EngineTrace, check: str) -> EngineTrace:
+    """The recorded async trace changed so that `check` fires at step 3 (or 2)."""
+    two, three = (s for s in trace.steps if s.step in (2, 3))
+    if check == "E1":  # r2 computes positions 2..3 with an empty block table
+        r1, r2 = two.scheduled
+        return _changed(trace, 2, scheduled=(r1, r2._replace(block_table=())))
+    if check == "E11":  # r1 counted with three tokens in flight, holding two
+        pool = three.after_schedule
+        r1, r2 = pool.progress
+        wrong = pool._replace(progress=(r1._replace(placeholders=3), r2))
+        return _changed(trace, 3, after_schedule=wrong)
+    assert check == "E13"  # r2 running, left out of a step with room
+    return _changed(trace, 3, scheduled=three.scheduled[:1], copies=three.copies[:1])
+
+
+@pytest.mark.parametrize("check", ["E1", "E11", "E13"])
+def test_each_stated_property_fires_where_its_check_does_and_is_quiet_on_a_correct_trace(
+    check: str,
+) -> None:
+    """properties.py's statement of E1, E11 and E13 (what the exported test asserts, in the
+    engine's state as its adapter reads it) on vLLM's recorded async trace: quiet at every
+    step, as the check is; on the trace changed to break the check, firing at its step."""
+    trace = EngineTrace.from_dict(json.loads(ASYNC_TRACE.read_text()))
+    constants = module_constants(trace)
+    assert check_engine(trace, [check]) == []
+    assert not any(fires(check, trace, s.step, constants) for s in trace.steps)
+    broken = _broken(trace, check)
+    found = check_engine(broken, [check])
+    assert found, f"{check} does not fire on the broken trace"
+    assert fires(check, broken, found[0].step, constants)
+    assert not any(
+        fires(check, broken, s.step, constants) for s in broken.steps if s.step < found[0].step
+    )

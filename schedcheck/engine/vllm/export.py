@@ -229,7 +229,7 @@ return {
 
 def _release(setup: EngineSetup) -> str:
     """The release installed at the setup's root, as pip names it ("vllm" for a checkout
-    whose version is not recorded)."""
+    whose version is not recorded beside it)."""
     try:
         dist = importlib.metadata.Distribution.at(next(Path(setup.root).glob("vllm-*.dist-info")))
         return f"vllm=={dist.version}"
@@ -258,8 +258,10 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     ]
     if looks:
         facts.append(f"EARLY = {set(w.early) or 'set()'}  # steps the device finished first")
+    release = _release(setup)
     return Rendered(
-        engine=_release(setup),
+        engine=release,
+        title=f"vLLM {release.removeprefix('vllm==')} ({mode.name})" if "==" in release else "",
         imports=IMPORTS.replace("{imported}", imported) + "\n" + "\n".join(facts),
         helpers=CORE.strip(),
         build_body=BUILD.replace("{cls}", cls),

@@ -1,0 +1,161 @@
+"""vLLM's failures exported as tests in its own idiom (issue 48; engine/vllm/export.py), run
+as its maintainers run them: pytest alone, no schedcheck imported.
+
+- An export of a mutant of the release (tests/engine_subjects/vllm/mutants.py, put into
+  vLLM's Scheduler by a conftest.py beside the test, as a patch of the release would be)
+  fails there and passes on the release it was mutated from.
+- The findings ledger's vLLM tests (findings/VLLM_*.py, docs/findings.md) fail on the
+  installed release where the ledger says the bug is in it and pass where it was fixed:
+  CI's pinned release runs them, so a regression shows as a failing test named after
+  its finding.
+
+Marked `vllm`: they need vLLM installed (.ci/run installs it and sets
+SCHEDCHECK_REQUIRE_VLLM, so they may not skip there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from schedcheck.engine.checks import active
+from schedcheck.engine.export import export_test
+from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.search import search_engine
+from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+from schedcheck.engine.vllm.config import vllm_setup
+from tests.engine_subjects.vllm.mutants import MUTANTS
+
+pytestmark = pytest.mark.vllm
+ROOT = Path(__file__).resolve().parent.parent.parent
+FINDINGS = ROOT / "findings"
+REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"
+PYTEST = (
+    sys.executable,
+    "-m",
+    "pytest",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:schedcheck.plugin",
+)
+
+# Each vLLM finding's first release without the bug (docs/findings.md, read in vLLM's code
+# and shown by its test on the releases beside it): its test fails before, passes from it.
+FIXED_IN = {
+    "VLLM_01": (0, 11, 1),  # vllm-project/vllm#26661
+    "VLLM_03": (0, 33, 0),  # the priority pass `continue`s
+    "VLLM_04": (0, 22, 0),  # vllm-project/vllm#42117
+}
+
+CONFTEST = """import functools
+import sys
+
+sys.path.insert(0, {root!r})
+from tests.engine_subjects.vllm.mutants import {name} as mutate  # noqa: E402
+from vllm.v1.core.sched.scheduler import Scheduler  # noqa: E402
+
+_init = Scheduler.__init__
+
+
+@functools.wraps(_init)  # the test reads the signature
+def __init__(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    if not getattr(self, "_mutated", False):
+        self._mutated = True
+        mutate(self)
+
+
+Scheduler.__init__ = __init__
+"""
+
+
+def _installed() -> tuple[int, ...]:
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get(REQUIRE):
+            pytest.fail(f"vLLM is not installed; {REQUIRE} is set, so these tests must run")
+        pytest.skip("vLLM is not installed (.ci/run installs it: .ci/vllm-requirements.txt)")
+    version = importlib.metadata.version("vllm").split("+")[0]
+    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
+
+
+def run_test(test: Path, folder: Path) -> subprocess.CompletedProcess[str]:
+    """The exported test as its maintainers run it: pytest alone, in a folder of its own."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(test, folder / test.name)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [*PYTEST, test.name],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[LocalEngine]:
+    _installed()
+    both = dataclasses.replace(vllm_setup(None), modes=("sync-v1", "async-v2"))
+    local = LocalEngine(VLLM, both)
+    yield local
+    local.stop()
+
+
+@pytest.mark.parametrize(
+    ("name", "mode"),
+    [("double_free", "sync-v1"), ("loses_preempted", "sync-v1"), ("placeholders_kept", "async-v2")],
+)
+def test_an_export_fails_on_the_mutant_and_passes_on_the_release(
+    engine: LocalEngine, tmp_path: Path, name: str, mode: str
+) -> None:
+    mutant = next(m for m in MUTANTS if m.name == name)
+    checks = [c for c in active(frozenset(), VLLM.policies_on) if c not in mutant.off]
+    engine.loaded.build.patch = mutant.patch
+    try:
+        found = search_engine(engine, 1000, checks, True, VLLM.features, (mode,))
+    finally:
+        engine.loaded.build.patch = None
+    assert found.failure is not None, f"{name} was not caught"
+    verdict = found.failure[1]
+    setup = dataclasses.replace(engine.setup, modes=(mode,))
+    rendered = VLLM.render(setup, verdict.trace)
+    assert not isinstance(rendered, str), rendered
+    test = tmp_path / f"test_{name}.py"
+    test.write_text(export_test(verdict, rendered, "vLLM", "schedcheck engine --engine vllm"))
+    text = test.read_text()
+    assert "schedcheck" not in "".join(
+        line for line in text.splitlines() if line.startswith(("import", "from"))
+    )
+    assert f"(schedcheck's {mutant.check})" in text and "@pytest.mark.cpu_test" in text
+    (tmp_path / "buggy").mkdir()
+    (tmp_path / "buggy" / "conftest.py").write_text(CONFTEST.format(root=str(ROOT), name=name))
+    failed = run_test(test, tmp_path / "buggy")
+    assert failed.returncode == 1 and "AssertionError" in failed.stdout, failed.stdout[-3000:]
+    fixed = run_test(test, tmp_path / "fixed")
+    assert fixed.returncode == 0, fixed.stdout[-3000:]
+
+
+@pytest.mark.parametrize("finding", sorted(FINDINGS.glob("VLLM_*.py")), ids=lambda p: p.stem)
+def test_a_vllm_finding_s_test_fails_where_the_bug_is_and_passes_where_it_was_fixed(
+    finding: Path, tmp_path: Path
+) -> None:
+    """On CI's pinned release (0.33.0): every finding fixed by then passes."""
+    installed = _installed()
+    assert finding.stem in FIXED_IN, f"{finding.name}: say in FIXED_IN which release fixed it"
+    done = run_test(finding, tmp_path)
+    if installed >= FIXED_IN[finding.stem]:
+        assert done.returncode == 0, f"{finding.stem} is back:\n{done.stdout[-3000:]}"
+    else:
+        assert done.returncode == 1 and "AssertionError" in done.stdout, done.stdout[-3000:]
