@@ -12,6 +12,7 @@ else is the driver's own fault and propagates (schedcheck/faults.py: never a ver
 from __future__ import annotations
 
 import enum
+import functools
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -127,6 +128,8 @@ def copy_output(output: object, seq_id: str) -> tuple[int, ...]:
 
 
 _INT_ONLY = frozenset({int})
+# A SeqState from its five fields, built in C (a NamedTuple's own __new__ is Python code).
+_seq_state = functools.partial(tuple.__new__, SeqState)
 
 
 class Driver:
@@ -212,16 +215,14 @@ class Driver:
 
     def _ids(self, queue: list[Any] | deque[Any], what: str) -> tuple[str, ...]:
         # The built-in iterators: a subclass could not be here, but be explicit about it.
-        items = list.__iter__(queue) if type(queue) is list else deque.__iter__(queue)
-        ids = []
-        for seq in items:
-            seq_id = self.ids_by_obj.get(id(seq))
-            if seq_id is None:
-                raise ContractError(
-                    f"{what} holds {show(seq)}, which is not one of the sequences added"
-                )
-            ids.append(seq_id)
-        return tuple(ids)
+        items = list(list.__iter__(queue) if type(queue) is list else deque.__iter__(queue))
+        ids = tuple(map(self.ids_by_obj.get, map(id, items)))  # in C: the hot path
+        if None in ids:
+            seq = items[ids.index(None)]
+            raise ContractError(
+                f"{what} holds {show(seq)}, which is not one of the sequences added"
+            )
+        return cast(tuple[str, ...], ids)
 
     def snapshot(self, whole: bool = True) -> State:
         """The scheduler's state, copied; not `whole`: its counters alone (a long run's
@@ -240,7 +241,41 @@ class Driver:
                     f"Scheduler.{name} must be a list or a deque, got {type(queue).__name__}"
                 )
             queues.append(self._ids(queue, f"Scheduler.{name}"))
-        seqs = {seq_id: self._seq_state(seq_id, seq) for seq_id, seq in self.seqs.items()}
+        # Every sequence, at every call: the run's hot path, so the reads and checks are
+        # inlined here (what `read`, `plain_int`, `_status` and `copy_output` do, in their
+        # order, each called only where a value fails its check, for the message).
+        seqs = {}
+        names = self.status_names
+        for seq_id, seq in self.seqs.items():
+            field = "status"
+            try:
+                status = seq.status
+                field = "num_computed"
+                computed = seq.num_computed
+                field = "num_tokens"
+                tokens = seq.num_tokens
+                field = "num_blocks"
+                blocks = seq.num_blocks
+                field = "output"
+                output = seq.output
+            except (Exception, SystemExit) as e:
+                raise ContractError(f"reading {seq_id}.{field} {describe(e, None)}") from None
+            if type(computed) is not int or type(tokens) is not int or type(blocks) is not int:
+                for value, what in (
+                    (computed, "num_computed"),
+                    (tokens, "num_tokens"),
+                    (blocks, "num_blocks"),
+                ):
+                    plain_int(value, f"{seq_id}.{what}")
+            known = names.get(id(status))
+            if known is not None and known[0] is status:
+                named = known[1]
+            else:
+                named = self._status(seq_id, status)
+            copied = tuple(output) if type(output) is list else None
+            if copied is None or not _INT_ONLY.issuperset(map(type, copied)):
+                copied = copy_output(output, seq_id)  # raises, saying what is wrong
+            seqs[seq_id] = _seq_state((named, computed, tokens, blocks, copied))
         return State(
             seqs=seqs,
             waiting=queues[0],
@@ -251,32 +286,6 @@ class Driver:
                 read(sched, "num_preemptions", "Scheduler"), "Scheduler.num_preemptions"
             ),
         )
-
-    def _seq_state(self, seq_id: str, seq: Any) -> SeqState:
-        # Every sequence, at every call: the run's hot path, so the reads are inlined (what
-        # `read` and `plain_int` do, in their order) rather than a call each.
-        field = "status"
-        try:
-            status = seq.status
-            field = "num_computed"
-            computed = seq.num_computed
-            field = "num_tokens"
-            tokens = seq.num_tokens
-            field = "num_blocks"
-            blocks = seq.num_blocks
-            field = "output"
-            output = seq.output
-        except (Exception, SystemExit) as e:
-            raise ContractError(f"reading {seq_id}.{field} {describe(e, None)}") from None
-        for value, what in (
-            (computed, "num_computed"),
-            (tokens, "num_tokens"),
-            (blocks, "num_blocks"),
-        ):
-            if type(value) is not int:
-                plain_int(value, f"{seq_id}.{what}")
-        name = self._status(seq_id, status)
-        return SeqState(name, computed, tokens, blocks, copy_output(output, seq_id))
 
     def _status(self, seq_id: str, status: object) -> str:
         """The member's name; read once per member (members are singletons, kept alive in

@@ -29,6 +29,7 @@ by identity wherever they agree.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -37,6 +38,8 @@ from schedcheck.model.workload import Workload
 
 STATUSES = {name: name for name in ("WAITING", "RUNNING", "FINISHED")}
 _INT = frozenset({int})
+_STR = frozenset({str})
+_seq_state = functools.partial(tuple.__new__, SeqState)  # in C: NamedTuple's __new__ is not
 _START = counters(0, 0)  # the state before a stream's first: nothing added yet
 
 
@@ -129,14 +132,22 @@ class Reader:
 
     def step(self, wire: list[Any]) -> Step:
         self._count(1)
-        number, arrivals, schedule, scheduled, update, again = _list(wire)
+        if type(wire) is not list or len(wire) != 6:
+            _no(wire)
+        number, arrivals, schedule, scheduled, update, again = wire
+        if type(number) is not int or type(arrivals) is not list or type(schedule) is not list:
+            _no(wire)
         ids = self.ids
-        flat = _list(schedule)
-        keys = [k if type(k) is str else _no(k, "an id") for k in flat[0::2]]
-        pairs = tuple(zip([ids.get(k, k) for k in keys], _ints(flat[1::2]), strict=True))
+        pairs: tuple[tuple[str, int], ...] = ()
+        if schedule:
+            keys: list[str] = schedule[0::2]
+            if not _STR.issuperset(map(type, keys)):
+                _no(keys, "ids")
+            named = [ids.get(k, k) for k in keys]  # any str: I6 judges an unknown id
+            pairs = tuple(zip(named, _ints(schedule[1::2]), strict=True))
         return Step(
-            _int(number),
-            tuple([ids[k] for k in _list(arrivals)]),
+            number,
+            tuple([ids[k] for k in arrivals]) if arrivals else (),
             pairs,
             self.state(scheduled),
             None if update is None else self.update(update),
@@ -144,53 +155,63 @@ class Reader:
         )
 
     def update(self, wire: list[Any]) -> Update:
-        finished, samples, after = _list(wire)
+        if type(wire) is not list or len(wire) != 3:
+            _no(wire, "an update")
+        finished, samples, after = wire
+        if type(finished) is not list or type(samples) is not list:
+            _no(wire, "an update")
         ids = self.ids
-        flat = _list(samples)
-        seq_ids = [ids[k] for k in flat[0::3]]
-        computed, tokens = _ints(flat[1::3]), _ints(flat[2::3])
+        drawn: tuple[Sample, ...] = ()
+        if samples:
+            if len(samples) % 3:
+                _no(samples, "samples")
+            seq_ids = [ids[k] for k in samples[0::3]]
+            computed, tokens = _ints(samples[1::3]), _ints(samples[2::3])
+            drawn = tuple(map(Sample, seq_ids, computed, tokens))
         return Update(
-            tuple([ids[k] for k in _list(finished)]),
-            tuple(map(Sample, seq_ids, computed, tokens)) if len(flat) % 3 == 0 else _no(flat),
+            tuple([ids[k] for k in finished]) if finished else (),
+            drawn,
             self.state(after),
         )
 
     def state(self, wire: list[Any]) -> State:
-        wire = _list(wire)
+        if type(wire) is not list:
+            _no(wire, "a state")
         if len(wire) == 2:
             state = counters(*_ints(wire))
             self.base = state
             return state
         blocks, preemptions, waiting, running, finished, changes = wire
+        if type(blocks) is not int or type(preemptions) is not int or type(changes) is not list:
+            _no(wire, "a state")
         base = self.base
         unmoved = blocks == base.blocks_used and preemptions == base.num_preemptions
-        queues = (waiting, running, finished)
-        if unmoved and queues == (None, None, None) and not _list(changes):
+        if unmoved and not changes and waiting is None and running is None and finished is None:
             return base  # unchanged: the same object (an update() again, an idle step)
         seqs = base.seqs
-        if _list(changes):
+        if changes:
             seqs = dict(seqs)
             ids = self.ids
             for change in changes:
                 if type(change) is not list or len(change) != 7:
                     _no(change, "a sequence's change")
                 seq_id, status, computed, tokens, num_blocks, keep, tail = change
-                if not _INT.issuperset(map(type, change[2:6])):
-                    _no(change, "ints")
+                if not _INT.issuperset(map(type, change[2:6])) or type(tail) is not list:
+                    _no(change, "a sequence's change")
                 seq_id = ids[seq_id]
                 was = seqs.get(seq_id)
                 old = () if was is None else was[4]
                 if not 0 <= keep <= len(old):
                     _no(keep, "a kept length")
-                out = old[:keep] + tuple(_ints(_list(tail))) if tail else old[:keep]
-                seqs[seq_id] = SeqState(STATUSES[status], computed, tokens, num_blocks, out)
+                out = old[:keep] + tuple(_ints(tail)) if tail else old[:keep]
+                seqs[seq_id] = _seq_state((STATUSES[status], computed, tokens, num_blocks, out))
         state = State(
             seqs,
             base.waiting if waiting is None else self.queue(waiting, seqs),
             base.running if running is None else self.queue(running, seqs),
             base.finished if finished is None else self.queue(finished, seqs),
-            _int(blocks),
-            _int(preemptions),
+            blocks,
+            preemptions,
         )
         self.base = state
         return state
@@ -198,7 +219,9 @@ class Reader:
     def queue(self, wire: list[Any], seqs: dict[str, SeqState]) -> tuple[str, ...]:
         """A queue's ids: each one of a sequence the state holds (an honest worker's are)."""
         known = self.ids
-        queue = tuple([known[k] for k in _list(wire)])
+        if type(wire) is not list:
+            _no(wire, "a queue")
+        queue = tuple([known[k] for k in wire])
         if not seqs.keys() >= set(queue):
             _no(queue, "a queue of added sequences")
         return queue
@@ -220,12 +243,6 @@ class Reader:
 def _list(value: Any) -> list[Any]:
     if type(value) is not list:
         _no(value, "a list")
-    return value
-
-
-def _int(value: Any) -> int:
-    if type(value) is not int:
-        _no(value, "an int")
     return value
 
 
