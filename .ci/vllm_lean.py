@@ -1,7 +1,7 @@
 """Print a vLLM release's own requirements, lean: the Requires-Dist of its wheel (no
 extras) less torch and the GPU-only packages its scheduler never imports. Used by
 .ci/install-vllm for a release other than the pinned one (whose list is kept in
-.ci/vllm-requirements.txt, the same filter applied to 0.33.0's wheel).
+.ci/vllm-requirements.txt, the same filter applied to 0.34.0's wheel).
 
     python .ci/vllm_lean.py WHEEL > requirements.txt
 """

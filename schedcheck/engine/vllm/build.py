@@ -57,6 +57,11 @@ ENVIRONMENT = {
 }
 
 
+class NoSuchMode(RuntimeError):
+    """A mode the release does not have (a workload saved from another release, replayed
+    here): the run cannot be made, which is no verdict on the engine."""
+
+
 class Hashes:
     """vLLM's block hash function, ours: sha256 of what vLLM hashes, the digest remembered
     with the prefix it names (`(parent hash, block tokens, extra keys)` chains over the
@@ -155,7 +160,7 @@ class Build:
         may turn it off); the model runner's protocol through vLLM's own switch."""
         v, c = self.v, workload.config
         if mode.overlapped and v.AsyncScheduler is None:
-            raise RuntimeError(f"vLLM {self.version} has no AsyncScheduler (mode {mode.name})")
+            raise NoSuchMode(f"vLLM {self.version} has no AsyncScheduler (mode {mode.name})")
         # The config is built for the v1 runner: a CPU has no Triton, and a release's config
         # may refuse the v2 runner there (0.32: "Model Runner V2 requires Triton"). The
         # protocol is the Scheduler's own switch, set once it is built: its __init__ reads
@@ -203,9 +208,9 @@ class Build:
         if mode.protocol == "v2" and switch:
             scheduler.use_v2_model_runner = True
         elif mode.protocol == "v2" and not self.v2_only:
-            raise RuntimeError(f"vLLM {self.version}'s Scheduler has no v2 runner protocol")
+            raise NoSuchMode(f"vLLM {self.version}'s Scheduler has no v2 runner protocol")
         elif mode.protocol == "v1" and self.v2_only:
-            raise RuntimeError(f"vLLM {self.version} has no v1 model runner (v2 only)")
+            raise NoSuchMode(f"vLLM {self.version} has no v1 model runner (v2 only)")
         scheduler.schedcheck_hasher = v.kv_cache_utils.get_request_block_hasher(
             c.block_size, hashes
         )

@@ -39,7 +39,7 @@ from schedcheck.engine.trace import (
     Scheduled,
 )
 from schedcheck.engine.traits import Traits
-from schedcheck.engine.vllm.build import Build, Hashes
+from schedcheck.engine.vllm.build import Build, Hashes, NoSuchMode
 from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.vllm.runners import PROTOCOLS, ShortOutput
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
@@ -135,7 +135,7 @@ class VllmDriver:
     mode: one step at a time (sync: `EngineCore.step`), or with a batch queue of depth two
     (async: `EngineCore.step_with_batch_queue`)."""
 
-    undrivable: tuple[type[BaseException], ...] = ()
+    undrivable: tuple[type[BaseException], ...] = (NoSuchMode,)
     source = ""
     idle_call = "get_num_unfinished_requests()"
     # an empty step that changed nothing, with nothing left to arrive, is stuck for good

@@ -17,6 +17,18 @@ class VllmMutant(NamedTuple):
     off: frozenset[str] = frozenset()
     # the modes searched (modes.py's names): the mode the mutant was written against
     modes: tuple[str, ...] = ("sync-v1",)
+    # the model runner protocol its bug is in ("": any; on a release without that protocol,
+    # its modes are searched in the one the release has)
+    protocol: str = ""
+
+    def on(self, has: tuple[str, ...]) -> tuple[str, ...]:
+        """Its modes on a release that has the modes `has` (empty: its bug's code path is
+        not in that release)."""
+        if self.protocol:
+            return tuple(m for m in self.modes if m in has)
+        kept = tuple(m for m in self.modes if m in has)
+        moved = (f"{m.partition('-')[0]}-{p}" for m in self.modes for p in ("v1", "v2"))
+        return kept or tuple(dict.fromkeys(m for m in moved if m in has))
 
 
 def double_free(scheduler: Any) -> None:
@@ -170,6 +182,7 @@ MUTANTS = (
         "a resumed request sent one token short (v2)",
         resumed_truncated,
         modes=("async-v2", "sync-v2"),
+        protocol="v2",
     ),
     VllmMutant(
         "readded_short",
@@ -177,5 +190,6 @@ MUTANTS = (
         "a request back in the batch sent all_token_ids one short (v1)",
         readded_short,
         modes=("async-v1",),
+        protocol="v1",
     ),
 )
