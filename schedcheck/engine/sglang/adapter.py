@@ -150,10 +150,10 @@ class Sglang:
         return f"{self.shown(setup)} cannot be driven: {why}"
 
     def render(self, setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
-        return (
-            "its exported test is not written yet (nano-vllm's and the toy engine's are: "
-            "docs/findings.md)"
-        )
+        """Its real Scheduler built and stepped as here, in the test (sglang/export.py)."""
+        from schedcheck.engine.sglang.export import render
+
+        return render(setup, trace)
 
     def settle(
         self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]

@@ -62,6 +62,17 @@ def row_kept(scheduler: Any) -> None:
     scheduler.req_to_token_pool.free = lambda *args, **kwargs: None
 
 
+def eos_ignored(scheduler: Any) -> None:
+    """A request's eos and stop tokens are ignored: it runs on to max_new_tokens."""
+    add = scheduler._add_request_to_queue
+
+    def ignoring(req: Any, is_retracted: bool = False) -> None:
+        req.sampling_params.ignore_eos = True
+        add(req, is_retracted=is_retracted)
+
+    scheduler._add_request_to_queue = ignoring
+
+
 MUTANTS = (
     SglangMutant("double_free", "E3", "a request's released slots freed twice", double_free),
     SglangMutant("lock_kept", "E3", "a tree lock not released when a request ends", lock_kept),
@@ -70,4 +81,5 @@ MUTANTS = (
     ),
     SglangMutant("hit_on_freed", "E3", "a cache hit on slots that were freed", hit_on_freed),
     SglangMutant("row_kept", "E3", "a request's row never given back", row_kept),
+    SglangMutant("eos_ignored", "E7", "a request's eos ignored", eos_ignored),
 )
