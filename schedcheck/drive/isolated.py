@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import json
 import os
 import shutil
 import tempfile
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from schedcheck.drive.held import HELD_AT, steps_held
 from schedcheck.drive.loader import reference_source
 from schedcheck.faults import CheckerError, Failure
 from schedcheck.invariants.liveness import liveness_bound
@@ -50,6 +52,7 @@ class Isolated(Sandbox):
     worker.py): `run` and `play` give traces."""
 
     dumps_stack = True  # drive/worker.py installs sandbox/stack.py's handler
+    _page: bytes | None = None  # the worker's page from HELD_AT, as it was when it stopped
 
     def __init__(
         self,
@@ -121,6 +124,7 @@ class Isolated(Sandbox):
         assert self._out is not None
         self._out.take()
         self.where = (0, "Scheduler()")
+        self._page = None  # this run's steps held on the page, if it stops (stop)
         try:
             self._send(calls, workload=workload.to_dict(), **command)
         except Unread as e:
@@ -149,6 +153,8 @@ class Isolated(Sandbox):
             message = self._receive()
             if isinstance(message, Failure):
                 failure, of = message, self._failing_run(len(workloads))
+                if len(workloads) == 1:
+                    steps[0] += self._held(readers[0], len(steps[0]))
                 break
             try:
                 kind = message["kind"]
@@ -182,6 +188,26 @@ class Isolated(Sandbox):
             Trace(w, tuple(s), failure if i == of else None)
             for i, (w, s) in enumerate(zip(workloads, steps, strict=True))
         ]
+
+    def stop(self) -> None:
+        """Stop the worker, keeping a copy of the steps its page holds (drive/held.py): a
+        run that hung or died is read to its last complete step (_held)."""
+        if self.board is not None:
+            self._page = bytes(self.board.page[HELD_AT:])
+        super().stop()
+
+    def _held(self, reader: Reader, received: int) -> list[Step]:
+        """The steps the stopped worker's page held after the `received` ones; none where it
+        holds none, or nothing a trace can hold (the worker's word: a page it garbled
+        costs it only the steps it held)."""
+        page, self._page = self._page, None
+        held = None if page is None else steps_held(page, received)
+        if held is None:
+            return []
+        try:
+            return [reader.step(wire) for wire in _items(json.loads(held))]
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError):
+            return []
 
     def _failing_run(self, runs: int) -> int:
         """Which of a pair's runs the call under way (a hang, a death) belongs to: the board

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from schedcheck.drive.contract import contract_problems
 from schedcheck.drive.driver import describe, play, run, run_pair
+from schedcheck.drive.held import HEAD, HELD_AT, ROOM, head
 from schedcheck.model.trace import Step, Trace
 from schedcheck.model.wire import Writer, pack
 from schedcheck.model.workload import Workload
@@ -40,6 +41,7 @@ class Driving(NamedTuple):
     writer: Callable[[], Writer]  # a stream's steps as the parent reads them (model/wire.py)
     step: Callable[[Writer, Step], list[Any]]
     pack: Callable[[list[Any], list[Any]], None]  # a long run's batch, idle runs merged
+    head: Callable[..., None]  # the held steps' head, written on the page (drive/held.py)
 
 
 def driving() -> Driving:
@@ -52,6 +54,7 @@ def driving() -> Driving:
         Writer,
         Writer.step,
         pack,
+        HEAD.pack_into,
     )
 
 
@@ -80,17 +83,23 @@ class SchedulerWorker(Worker):
         self.drive = drive or driving()
         self.sent = 0  # steps of the current run already streamed
         self.sents = [0, 0]  # the same, of each scheduler of a pair
-        self.batch = 0  # steps sent a message at a time (a long run's); 0: each alone
+        self.batch = 0  # a long run's steps sent a message at a time; 0: held on the page
         self.pending: list[Any] = []
         # each run's stream: a state goes as what changed since the one before it in it
         self.writers = [self.drive.writer(), self.drive.writer()]
+        # A run's steps held on the heartbeat page until it is full (drive/held.py): from
+        # the run's step `first` on, `held` bytes of them.
+        self.page = board.page
+        self.first = self.held = 0
 
     def op_run(self, request: dict[str, Any]) -> None:
         workload = self.drive.workload(request["workload"])
         self.sent = 0
         self.writers[0] = self.drive.writer()
-        # a long run's steps go in batches of its sampling's length (tens of thousands of
-        # messages would cost more than the run): a death loses at most one batch
+        self.unhold()
+        # a long run's steps go in batches of its sampling's length, idle runs packed (its
+        # tens of thousands of steps would fill the page thousands of times): a death loses
+        # at most one batch
         self.batch = workload.sample_every
         self.end(self.drive.run(self.module, workload, None, self.heartbeat, self.step_done))
 
@@ -99,6 +108,7 @@ class SchedulerWorker(Worker):
         workload = self.drive.workload(request["workload"])
         self.sent = 0
         self.writers[0] = self.drive.writer()
+        self.unhold()
         script = request["script"]
         self.end(self.drive.play(self.module, workload, script, self.heartbeat, self.step_done))
 
@@ -129,18 +139,70 @@ class SchedulerWorker(Worker):
         # A failure mid-step leaves a step the stream never carried: send it with the end.
         writer = self.writers[0]
         rest = [self.drive.step(writer, step) for step in trace.steps[self.sent :]]
-        self.send(kind="end", rest=rest, failure=failure)
+        if not self.held:
+            self.send(kind="end", rest=rest, failure=failure)
+            return
+        # the steps held, then the rest: one message, built of their JSON as it stands
+        after = self.tools.dumps(rest)[1:-1].encode()
+        steps = b"[" + self.holding() + (b", " + after if after else b"") + b"]"
+        self.tools.send(
+            b'{"kind": "end", "rest": '
+            + steps
+            + b', "failure": '
+            + self.tools.dumps(failure).encode()
+            + b', "serial": '
+            + str(self.serial).encode()
+            + b"}"
+        )
+        self.unhold()
 
     def step_done(self, step: Step) -> None:
+        index = self.sent
         self.sent += 1
         wire = self.drive.step(self.writers[0], step)
-        if not self.batch:
-            self.send(kind="step", step=wire)
+        if self.batch:
+            self.drive.pack(self.pending, wire)
+            if len(self.pending) >= self.batch:
+                self.send(kind="steps", steps=self.pending)
+                self.pending = []
             return
-        self.drive.pack(self.pending, wire)
-        if len(self.pending) >= self.batch:
-            self.send(kind="steps", steps=self.pending)
-            self.pending = []
+        data = self.tools.dumps(wire).encode()
+        if self.held and self.held + 2 + len(data) > ROOM:
+            self.send_held()
+        if len(data) > ROOM:  # too large for the page: alone, at once
+            self.send_steps(data)
+            return
+        if self.held:
+            data = b", " + data
+        else:
+            self.first = index
+        at = HELD_AT + HEAD.size + self.held
+        self.page[at : at + len(data)] = data  # the steps first, then the head that says so
+        self.held += len(data)
+        self.drive.head(self.page, HELD_AT, *head(self.first, self.held))
+
+    def holding(self) -> bytes:
+        start = HELD_AT + HEAD.size
+        return self.page[start : start + self.held]
+
+    def send_held(self) -> None:
+        """The steps held, in a message; then the page holds none (in that order: a death
+        in between leaves steps the parent has, which it then reads no more)."""
+        self.send_steps(self.holding())
+        self.unhold()
+
+    def unhold(self) -> None:
+        self.held = 0
+        self.drive.head(self.page, HELD_AT, *head(0, 0))
+
+    def send_steps(self, steps: bytes) -> None:
+        self.tools.send(
+            b'{"kind": "steps", "steps": ['
+            + steps
+            + b'], "serial": '
+            + str(self.serial).encode()
+            + b"}"
+        )
 
     def of_done(self, of: int, step: Step) -> None:
         self.sents[of] += 1

@@ -124,18 +124,20 @@ class Reader:
         self.base = _START
         self.ids = {r.seq_id: r.seq_id for r in workload.requests}
         self.left = most  # steps the run can still have (its calls' bound)
+        self.next = 1  # the next step's number: a run's are 1, 2, 3, ...
 
-    def _count(self, steps: int) -> None:
-        if not 0 < steps <= self.left:
-            _no(steps, "a count of steps within the run's bound")
+    def _count(self, first: Any, steps: int) -> None:
+        if not 0 < steps <= self.left or first != self.next or type(first) is not int:
+            _no((first, steps), "the next steps, within the run's bound")
         self.left -= steps
+        self.next += steps
 
     def step(self, wire: list[Any]) -> Step:
-        self._count(1)
         if type(wire) is not list or len(wire) != 6:
             _no(wire)
         number, arrivals, schedule, scheduled, update, again = wire
-        if type(number) is not int or type(arrivals) is not list or type(schedule) is not list:
+        self._count(number, 1)
+        if type(arrivals) is not list or type(schedule) is not list:
             _no(wire)
         ids = self.ids
         pairs: tuple[tuple[str, int], ...] = ()
@@ -232,7 +234,7 @@ class Reader:
             yield self.step(item)
             return
         first, count, blocks, preemptions = _ints(_list(item["idle"]))
-        self._count(count)
+        self._count(first, count)
         state = counters(blocks, preemptions)
         update = Update((), (), state)
         self.base = state

@@ -151,7 +151,7 @@ def test_idle_steps_travel_packed_and_come_back_as_they_were() -> None:
     )
     mixed: list[object] = []
     writer = Writer()
-    for step in (idle, dataclasses.replace(leaked, number=idle.number + 1)):
+    for step in (dataclasses.replace(idle, number=1), dataclasses.replace(leaked, number=2)):
         pack(mixed, writer.step(step))
     mixed = json.loads(json.dumps(mixed))
     reader = Reader(workload, 2)
