@@ -121,7 +121,8 @@ def fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) ->
     steps = list(trace.steps)
     here = [k for k, s in enumerate(steps) if s.step == at]
     if check == "E3":
-        pools = [p for k in here for p in (steps[k].after_schedule, steps[k].after_postprocess)]
+        # the test reads the pool after each step, as the step leaves it
+        pools = [steps[k].after_postprocess for k in here]
         return any(problem(SOURCES[check], plain_pool(p)) for p in pools if p is not None)
     if check == "E1":
         states = [plain_state(steps[k], steps[k].after_schedule) for k in here]
@@ -277,9 +278,9 @@ def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]
         lines += [
             "    got = outputs(engine, requests)",
             "    for name, alone in ALONE.items():",
-            "        assert got.get(name) == alone, (",
-            '            f"{name} produced {got.get(name)}, alone {alone}"',
-            "        )",
+            "        mine = got.get(name)",
+            "        cut = name in ABORTED and mine is not None and mine == alone[: len(mine)]",
+            '        assert mine == alone or cut, f"{name} produced {mine}, alone {alone}"',
         ]
     return lines
 
@@ -356,6 +357,10 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
     if check == "E7":
         expected = {r.name: list(w.alone(r)) for r in w.requests}
         lines.append(f"ALONE = {expected!r}  # each request's output run alone")
+        aborted = sorted(r.name for r in w.requests if r.abort)
+        lines.append(
+            f"ABORTED = {set(aborted) or 'set()'}  # their output is right where it is a prefix"
+        )
     if rendered.helpers.strip():
         lines += ["", "", rendered.helpers.strip()]
     functions = [

@@ -490,11 +490,7 @@ return (
     and s.is_fully_idle()
 )"""
 
-OUTPUTS = """got = {name: engine.said.get(name, []) for name in engine.added}
-for name in engine.aborted:  # an aborted request's output is right where it is a prefix
-    if got[name] == ALONE[name][: len(got[name])]:  # of its output alone
-        got[name] = ALONE[name]
-return got"""
+OUTPUTS = """return {name: engine.said.get(name, []) for name in engine.added}"""
 
 # What the test needs of a release, read off its files: (file under sglang/, text, what)
 NEEDS = (
