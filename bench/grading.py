@@ -2,11 +2,13 @@
 of one submission goes.
 
 Run: python -m bench.grading [--students N] [--jobs J]
-Prints the wall time of `grade_many` on a class of N submissions (the correct equivalents
-and the catalogue's mutants, taken in turn; default 20), the seconds a submission, what
-that makes of a class of 300 on J cores (default 2; the goal is 10 minutes), the one-off
-collection of check's runs, and the share of one correct submission's grading each stage
-of check takes (the parent's CPU and the worker's, per stage's runs).
+Prints the wall time of grading a class of N submissions (the correct equivalents and the
+catalogue's mutants, taken in turn; default 20) J at a time as `grade_many` does (default
+2; the goal is 300 in 10 minutes), the seconds a submission, what that makes of a class of
+300, the CPU seconds each submission's grading took (the grader's and its workers': what
+another process on the machine does not change), the one-off collection of check's runs,
+and the share of one correct submission's grading each stage of check takes (the parent's
+CPU and the worker's, per stage's runs).
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ import argparse
 import tempfile
 import time
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.standalone import standalone
-from schedcheck.grading.grade import SAMPLE_SIZE, grade_many, reference_trace
-from schedcheck.sandbox.process import Limits
-from schedcheck.suite.tried import tried
+from schedcheck.grading.grade import SAMPLE_SIZE, grade_one, reference_trace
+from schedcheck.grading.report import Entry
+from schedcheck.sandbox import process
+from schedcheck.sandbox.process import Limits, Sandbox
+from schedcheck.suite.tried import Run, tried
 from schedcheck.verdict.verify import verify
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +49,31 @@ def a_class(students: int, folder: Path) -> list[str]:
         written = standalone(source, target)
         paths.append(str(written.rename(target / "p07_scheduler.py")))
     return paths
+
+
+def graded(path: str, runs: tuple[Run, ...]) -> tuple[Entry, float]:
+    """grade_one as grade_many calls it, and the CPU seconds it took: this process's and
+    every worker's it started (Sandbox.used: the kernel's count, whatever else runs)."""
+    started: list[Sandbox] = []
+    init = Sandbox.__init__
+
+    def noted(self: Sandbox, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        started.append(self)
+
+    process.Sandbox.__init__ = noted  # type: ignore[method-assign]
+    try:
+        start = time.process_time()
+        entry = grade_one(path, Limits(), 300.0, SAMPLE_SIZE, runs)
+        return entry, time.process_time() - start + sum(s.used() for s in started)
+    finally:
+        process.Sandbox.__init__ = init  # type: ignore[method-assign]
+
+
+def grade_class(paths: list[str], jobs: int, runs: tuple[Run, ...]) -> list[tuple[Entry, float]]:
+    """grade_many's pool (spawned processes, `jobs` at a time), each submission timed."""
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        return list(pool.map(graded, paths, [runs] * len(paths)))
 
 
 def stage_shares(path: str) -> dict[str, float]:
@@ -72,14 +104,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         paths = a_class(args.students, Path(folder))
         start = time.perf_counter()
-        entries = grade_many(paths, args.jobs, Limits(), 300.0)
+        graded_class = grade_class(paths, args.jobs, runs)
         wall = time.perf_counter() - start
-        verdicts = [e.verdict.value for e in entries]
+        verdicts = [e.verdict.value for e, _ in graded_class]
         print(
             f"{len(paths)} submissions ({verdicts.count('pass')} pass, {verdicts.count('fail')} "
             f"fail, {verdicts.count('error')} error) in {wall:.1f} s with {args.jobs} jobs: "
             f"{wall / len(paths):.2f} s a submission, 300 in {300 * wall / len(paths) / 60:.1f} "
             "min"
+        )
+        cpu = {v: [c for (e, c) in graded_class if e.verdict.value == v] for v in set(verdicts)}
+        print(
+            f"CPU a submission: {sum(c for _, c in graded_class) / len(paths):.2f} s ("
+            + ", ".join(f"{v} {sum(c) / len(c):.2f} s" for v, c in sorted(cpu.items()))
+            + ")"
         )
         shares = stage_shares(paths[0])
     total = sum(shares.values())
