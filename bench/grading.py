@@ -24,12 +24,11 @@ from typing import Any
 
 from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.standalone import standalone
-from schedcheck.grading.grade import SAMPLE_SIZE, grade_one, reference_trace
+from schedcheck.grading.grade import SAMPLE_SIZE, case, check_case, grade_one, reference_trace
 from schedcheck.grading.report import Entry
 from schedcheck.sandbox import process
 from schedcheck.sandbox.process import Limits, Sandbox
 from schedcheck.suite.tried import Run, tried
-from schedcheck.verdict.verify import verify
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS = ROOT / "tests" / "equivalents"
@@ -77,16 +76,22 @@ def grade_class(paths: list[str], jobs: int, runs: tuple[Run, ...]) -> list[tupl
 
 
 def stage_shares(path: str) -> dict[str, float]:
-    """Seconds of CPU (ours and the worker's) each stage's runs take on `path`."""
+    """Seconds of CPU (ours and the worker's) each stage's runs take on `path`, the
+    reference's traces R1 needs computed beforehand (a grader process does it once)."""
+    runs = tried(SAMPLE_SIZE)
+    expected = [
+        reference_trace(run.workload) if run.script is None and "R1" in run.checks else None
+        for run in runs
+    ]  # as grade_one's judge has them (a pair's other half: check_case)
     worker = Isolated(path, Limits())
     worker.start()
     seconds: dict[str, float] = defaultdict(float)
     try:
-        for run in tried(SAMPLE_SIZE):
+        for run, reference in zip(runs, expected, strict=True):
+            if run.other is not None:
+                reference_trace(run.other)
             start, used = time.process_time(), worker.used()
-            lockstep = run.script is None and "R1" in run.checks
-            expected = reference_trace(run.workload) if lockstep else None
-            verify(worker, run.workload, run.checks, script=run.script, expected=expected)
+            check_case(worker, case(run), run.checks, reference)
             seconds[run.stage] += time.process_time() - start + worker.used() - used
     finally:
         worker.stop()

@@ -94,11 +94,14 @@ def check_case(
     worker: Isolated, of: Case, checks: tuple[str, ...], expected: Trace | None = None
 ) -> tuple[Checked, str]:
     """The verdict on a case, and what its failure's message begins with: for two
-    schedulers, the verdict of the one that broke, and which it was."""
+    schedulers, the verdict of the one that broke, and which it was. `expected`: the
+    reference's trace of the workload, where R1 needs it (for two schedulers, each one's
+    is its workload's run alone: `reference_trace`)."""
     workload, script, other = of
     if other is None:
         return verify(worker, workload, checks, script=script, expected=expected), ""
-    first, second = verify_pair(worker, workload, other, checks)
+    pair = None if expected is None else (expected, reference_trace(other))
+    first, second = verify_pair(worker, workload, other, checks, expected=pair)
     if first.ok and not second.ok:
         return second, "scheduler B of two alive at once (built after A): "
     return first, "" if first.ok else "scheduler A of two alive at once (built first): "
@@ -151,7 +154,7 @@ def grade_one(
         if key not in judged:
             if spent():
                 raise OverBudget
-            lockstep = run.script is None and run.other is None and "R1" in wanted[key]
+            lockstep = run.script is None and "R1" in wanted[key]  # a pair's too: each alone
             expected = reference_trace(run.workload) if lockstep else None
             judged[key] = check_case(worker, case(run), wanted[key], expected)
             if all(v.check != "C1" for v in judged[key][0].violations):

@@ -96,12 +96,14 @@ def verify_pair(
     second: Workload,
     checks: tuple[str, ...],
     lockstep: bool | None = None,
+    expected: tuple[Trace, Trace] | None = None,
 ) -> tuple[Verdict, Verdict]:
     """Two schedulers of `impl` alive at once (issue 47: driver.run_pair), each trace judged
-    by `checks` against a reference run of its own workload (R1). Where a call of one
-    broke the contract, the other's run stopped with it: only the one that broke is
-    judged (the other's trace ends early by no doing of its own). No twin run: D1 is no
-    check of a pair."""
+    by `checks` against a reference run of its own workload (R1; `expected`, the
+    reference's traces of `first` and `second` run alone, where the caller has them
+    already). Where a call of one broke the contract, the other's run stopped with it:
+    only the one that broke is judged (the other's trace ends early by no doing of its
+    own). No twin run: D1 is no check of a pair."""
     if lockstep is None:
         lockstep = impl.label != REFERENCE
     assert not any(CATALOGUE[c].needs_twin for c in checks), "a pair has no twin run"
@@ -109,13 +111,15 @@ def verify_pair(
     traces = impl.run_pair(first, second)
     stopped = any(trace.failure is not None for trace in traces)
     verdicts = []
-    for trace in traces:
+    for k, trace in enumerate(traces):
         if stopped and trace.failure is None:
             verdicts.append(Verdict(trace, [], impl.output))
             continue
-        expected = run(load_impl(), trace.workload) if reference else None
-        _sound(expected)
-        verdicts.append(Verdict(trace, check_trace(trace, expected, only=checks), impl.output))
+        want = None
+        if reference:
+            want = run(load_impl(), trace.workload) if expected is None else expected[k]
+        _sound(want)
+        verdicts.append(Verdict(trace, check_trace(trace, want, only=checks), impl.output))
     return verdicts[0], verdicts[1]
 
 
