@@ -26,6 +26,10 @@ def _mix(h: int, x: int) -> int:
 # Per (seed, key): the last history mixed and its hash (TokenModel._chain); a cache only.
 _LAST: dict[tuple[int, int], tuple[tuple[int, ...], int]] = {}
 _LAST_SIZE = 4096
+# Per `keys` tuple longer than _SCANNED (by identity; the tuple kept alive here): its dict.
+_KEYS: dict[int, tuple[tuple[tuple[str, int], ...], dict[str, int]]] = {}
+_KEYS_SIZE = 64
+_SCANNED = 16
 
 
 @dataclass(frozen=True)
@@ -101,10 +105,21 @@ class TokenModel:
         return h
 
     def _key(self, seq_id: str) -> int:
-        for name, key in self.keys:  # a handful of requests: a scan beats building a dict
-            if name == seq_id:
-                return key
-        return zlib.crc32(seq_id.encode())
+        keys = self.keys
+        if len(keys) <= _SCANNED:  # a handful of requests: a scan beats building a dict
+            for name, key in keys:
+                if name == seq_id:
+                    return key
+            return zlib.crc32(seq_id.encode())
+        # a long run's thousands: their dict, built once (the first pair of a name wins, as
+        # in the scan), found by the tuple's identity (hashing it would cost the scan)
+        known = _KEYS.get(id(keys))
+        if known is None or known[0] is not keys:
+            if len(_KEYS) >= _KEYS_SIZE:
+                _KEYS.clear()
+            known = _KEYS[id(keys)] = (keys, dict(reversed(keys)))
+        found = known[1].get(seq_id)
+        return zlib.crc32(seq_id.encode()) if found is None else found
 
     def to_dict(self) -> dict[str, Any]:
         return {

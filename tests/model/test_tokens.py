@@ -57,3 +57,15 @@ def test_without_eos_token_id_generate_runs_to_max_tokens() -> None:
 def test_bad_model_parameters_are_refused(field: str, value: int) -> None:
     with pytest.raises(ValueError, match=field):
         TokenModel(**{field: value})
+
+
+def test_a_long_run_s_keys_give_each_request_its_own_stream_as_a_short_one_s_do() -> None:
+    """Thousands of keys are looked up in a dict (a marathon's), a handful scanned: the
+    same tokens either way, the first pair of a name winning, a name without one keyed by
+    its crc32."""
+    pairs = (*((f"r{i}", 1000 + i) for i in range(40)), ("r3", 7))
+    long = TokenModel(keys=pairs)
+    for seq_id in ("r0", "r3", "r39", "nobody"):
+        short = TokenModel(keys=tuple(p for p in pairs if p[0] == seq_id)[:1])
+        assert long.generate(seq_id, 8, None) == short.generate(seq_id, 8, None)
+    assert long._key("r3") == 1003 and TokenModel()._key("x") == long._key("x")
