@@ -27,7 +27,7 @@ from schedcheck.drive.loader import reference_source
 from schedcheck.faults import CheckerError, Failure
 from schedcheck.invariants.liveness import liveness_bound
 from schedcheck.model.trace import Step, Trace
-from schedcheck.model.wire import Reader
+from schedcheck.model.wire import Reader, Stream
 from schedcheck.model.workload import Script, Workload
 from schedcheck.sandbox.process import Limits, Sandbox, Unread, internal
 
@@ -52,6 +52,7 @@ class Isolated(Sandbox):
     worker.py): `run` and `play` give traces."""
 
     dumps_stack = True  # drive/worker.py installs sandbox/stack.py's handler
+    _like: tuple[Stream | None, ...] = ()  # the next command's expected streams (expect)
     _page: bytes | None = None  # the worker's page from HELD_AT, as it was when it stopped
 
     def __init__(
@@ -62,6 +63,16 @@ class Isolated(Sandbox):
         worker: str = WORKER,
     ) -> None:
         super().__init__(path, limits, worker, referee)
+
+    def expect(self, *traces: Trace) -> None:
+        """The reference's traces of the next command's runs (its run, or a pair's two):
+        what the worker sends as they would is taken as their steps, unread (model/wire.py:
+        Reader's `like`). Grade has them before the submission runs."""
+        self._like = tuple(_stream(trace) for trace in traces)
+
+    def _likes(self, count: int) -> list[Stream | None]:
+        likes, self._like = self._like, ()
+        return list(likes) if len(likes) == count else [None] * count
 
     def referee(self) -> Sandbox | None:
         """The reference in a fresh worker of the same code: an error that our code makes
@@ -94,13 +105,14 @@ class Isolated(Sandbox):
         assert self._out is not None
         self._out.take()
         self.where = (0, "Scheduler() of scheduler A")
+        likes = self._likes(2)
         command = {"op": "pair", "workloads": [first.to_dict(), second.to_dict()]}
         try:
             self._send(calls, **command)
         except Unread as e:
             self.output = ""
             return Trace(first, (), e.failure), Trace(second, (), None)
-        a, b = self._collect((first, second), command, most)
+        a, b = self._collect((first, second), command, most, likes)
         return a, b
 
     def play(self, workload: Workload, script: Script) -> Trace:
@@ -124,6 +136,7 @@ class Isolated(Sandbox):
         assert self._out is not None
         self._out.take()
         self.where = (0, "Scheduler()")
+        likes = self._likes(1)
         self._page = None  # this run's steps held on the page, if it stops (stop)
         try:
             self._send(calls, workload=workload.to_dict(), **command)
@@ -135,10 +148,14 @@ class Isolated(Sandbox):
         except BaseException:
             self.stop()  # mid-run: the next workload gets a fresh worker
             raise
-        return self._collect((workload,), command, (most,))[0], value
+        return self._collect((workload,), command, (most,), likes)[0], value
 
     def _collect(
-        self, workloads: tuple[Workload, ...], command: dict[str, Any], most: tuple[int, ...]
+        self,
+        workloads: tuple[Workload, ...],
+        command: dict[str, Any],
+        most: tuple[int, ...],
+        likes: list[Stream | None],
     ) -> list[Trace]:
         """The traces of a command's run: one, or a pair's two (each step says which: "of"),
         each read from its stream (model/wire.py: a state as what changed since the one
@@ -146,7 +163,7 @@ class Isolated(Sandbox):
         stopped in."""
         assert self._out is not None
         steps: list[list[Step]] = [[] for _ in workloads]
-        readers = [Reader(w, m) for w, m in zip(workloads, most, strict=True)]
+        readers = [Reader(w, m, k) for w, m, k in zip(workloads, most, likes, strict=True)]
         failure: Failure | None = None
         of = 0  # the run the failure is charged to
         while True:
@@ -213,6 +230,20 @@ class Isolated(Sandbox):
         """Which of a pair's runs the call under way (a hang, a death) belongs to: the board
         names it ("schedule() of scheduler B")."""
         return 1 if runs > 1 and self.where[1].endswith(" of scheduler B") else 0
+
+
+# The streams of the reference's traces grade holds runs to (a few hundred a process), by
+# the trace's identity (a Trace does not hash): each made once (Stream.of).
+_STREAMS: dict[int, tuple[Trace, Stream]] = {}
+
+
+def _stream(trace: Trace) -> Stream:
+    known = _STREAMS.get(id(trace))
+    if known is None or known[0] is not trace:
+        if len(_STREAMS) >= 4096:
+            _STREAMS.clear()
+        known = _STREAMS[id(trace)] = (trace, Stream.of(trace))
+    return known[1]
 
 
 def _items(value: Any) -> list[Any]:

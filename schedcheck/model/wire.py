@@ -30,10 +30,12 @@ by identity wherever they agree.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from schedcheck.model.trace import Sample, SeqState, State, Step, Update, counters
+from schedcheck.model.trace import Sample, SeqState, State, Step, Trace, Update, counters
 from schedcheck.model.workload import Workload
 
 STATUSES = {name: name for name in ("WAITING", "RUNNING", "FINISHED")}
@@ -117,14 +119,70 @@ def pack(batch: list[Any], wire: list[Any]) -> None:
     batch.append({"idle": [number, 1, *scheduled]})
 
 
-class Reader:
-    """The parent's side: one run's stream read back into Steps, each value checked."""
+@dataclass(frozen=True)
+class Stream:
+    """A run's stream as a trace makes it (the reference's, which grade knows before the
+    submission runs): its items in the order a worker sends them, as they arrive (JSON's
+    lists), and the steps each stands for (one; an idle run's, several)."""
 
-    def __init__(self, workload: Workload, most: int) -> None:
+    items: list[Any]
+    steps: list[tuple[Step, ...]]
+
+    @classmethod
+    def of(cls, trace: Trace) -> Stream:
+        """What a worker sends of `trace`: every step's wire; a long run's (Workload.
+        sample_every) packed in batches of that many items, as drive/worker.py packs them."""
+        batch = trace.workload.sample_every
+        writer, items, pending = Writer(), [], []  # type: ignore[var-annotated]
+        for step in trace.steps:
+            wire = writer.step(step)
+            if not batch:
+                items.append(wire)
+                continue
+            pack(pending, wire)
+            if len(pending) >= batch:
+                items += pending
+                pending = []
+        items = json.loads(json.dumps(items + pending))
+        steps, at = [], 0
+        for item in items:
+            count = item["idle"][1] if type(item) is dict else 1
+            steps.append(trace.steps[at : at + count])
+            at += count
+        return cls(items, steps)
+
+
+class Reader:
+    """The parent's side: one run's stream read back into Steps, each value checked.
+
+    With `like`, a stream the run is expected to send (the reference's: R1 holds the run
+    to it), an item equal to the one `like` has at its place, every item before it equal
+    too, stands for `like`'s own steps: each item is read from the state before it, which
+    is then the same, so what it stands for is the same too. It is taken as it is, not
+    read again, and shared with the reference's trace (R1 finds them equal at once). From
+    the first item that differs on, items are read as any are."""
+
+    def __init__(self, workload: Workload, most: int, like: Stream | None = None) -> None:
         self.base = _START
         self.ids = {r.seq_id: r.seq_id for r in workload.requests}
         self.left = most  # steps the run can still have (its calls' bound)
         self.next = 1  # the next step's number: a run's are 1, 2, 3, ...
+        self.like = like
+        self.at = 0  # the next item's place in the stream
+
+    def _known(self, item: Any) -> tuple[Step, ...] | None:
+        """The steps `like` has for `item`, if it is the item `like` has at its place."""
+        like, at = self.like, self.at
+        if like is None:
+            return None
+        self.at += 1
+        if at < len(like.items) and like.items[at] == item:
+            steps = like.steps[at]
+            self._count(steps[0].number, len(steps))
+            self.base = steps[-1].last()
+            return steps
+        self.like = None  # it went its own way: read on
+        return None
 
     def _count(self, first: Any, steps: int) -> None:
         if not 0 < steps <= self.left or first != self.next or type(first) is not int:
@@ -133,6 +191,9 @@ class Reader:
         self.next += steps
 
     def step(self, wire: list[Any]) -> Step:
+        known = self._known(wire)
+        if known is not None:
+            return known[0]  # a wire's item stands for one step
         if type(wire) is not list or len(wire) != 6:
             _no(wire)
         number, arrivals, schedule, scheduled, update, again = wire
@@ -232,6 +293,10 @@ class Reader:
         """A batch's item as the steps it stands for (pack's inverse)."""
         if type(item) is not dict:
             yield self.step(item)
+            return
+        known = self._known(item)
+        if known is not None:
+            yield from known
             return
         first, count, blocks, preemptions = _ints(_list(item["idle"]))
         self._count(first, count)

@@ -7,6 +7,7 @@ from types import ModuleType
 
 from schedcheck.drive.driver import run
 from schedcheck.drive.impl import Implementation, InProcess
+from schedcheck.drive.isolated import Isolated
 from schedcheck.drive.loader import REFERENCE, load_impl
 from schedcheck.faults import CheckerError, CheckFailed
 from schedcheck.invariants.catalogue import CATALOGUE
@@ -74,6 +75,8 @@ def verify(
     needed = [CATALOGUE[check] for check in checks]
     reference = lockstep and any(c.needs_reference for c in needed)
     known = expected if reference else None
+    if known is not None and isinstance(impl, Isolated):
+        impl.expect(known)  # what matches the reference's is taken as its steps, unread
     trace, expected = impl.run_while(
         workload, lambda: run(load_impl(), workload) if reference and known is None else known
     )
@@ -108,6 +111,8 @@ def verify_pair(
         lockstep = impl.label != REFERENCE
     assert not any(CATALOGUE[c].needs_twin for c in checks), "a pair has no twin run"
     reference = lockstep and any(CATALOGUE[c].needs_reference for c in checks)
+    if reference and expected is not None and isinstance(impl, Isolated):
+        impl.expect(*expected)
     traces = impl.run_pair(first, second)
     stopped = any(trace.failure is not None for trace in traces)
     verdicts = []

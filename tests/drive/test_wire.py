@@ -13,9 +13,10 @@ import pytest
 
 from schedcheck import scheduler
 from schedcheck.drive.driver import run, run_pair
-from schedcheck.model.wire import Reader, Writer
+from schedcheck.model.wire import Reader, Stream, Writer
 from schedcheck.model.workload import Workload
 from tests.drive.test_driver import patched
+from tests.drive.test_long_runs import bursts
 from tests.workloads import EOS_SECOND, EXAMPLES, PREEMPT_WITH_QUEUE
 
 NOT_A_TRACE = (ValueError, TypeError, KeyError, IndexError)
@@ -184,3 +185,47 @@ def test_more_steps_than_the_run_can_have_are_no_trace() -> None:
     with pytest.raises(NOT_A_TRACE):
         for wire in wires:
             reader.step(wire)
+
+
+def late_bug(self: Any) -> Any:
+    """The reference's update(), but its third one counts five preemptions that were not."""
+    finished = scheduler.Scheduler.update(self)
+    self.updates = getattr(self, "updates", 0) + 1
+    if self.updates == 3:
+        self.num_preemptions += 5
+    return finished
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_a_stream_like_the_reference_s_is_its_steps(workload: Workload) -> None:
+    reference = run(scheduler, workload)
+    like = Stream.of(reference)
+    reader = Reader(workload, len(reference.steps), like)
+    steps = [reader.step(wire) for wire in streamed(workload)]
+    assert tuple(steps) == reference.steps
+    assert all(s is r for s, r in zip(steps, reference.steps, strict=True))
+
+
+def test_a_stream_that_leaves_the_reference_s_is_read_as_it_goes() -> None:
+    workload = PREEMPT_WITH_QUEUE
+    reference = run(scheduler, workload)
+    buggy = run(patched(update=late_bug), workload)
+    assert buggy.steps[:2] == reference.steps[:2] and buggy.steps[2] != reference.steps[2]
+    writer = Writer()
+    wires = travelled([writer.step(s) for s in buggy.steps])
+    reader = Reader(workload, len(wires), Stream.of(reference))
+    steps = [reader.step(w) for w in wires]
+    assert tuple(steps) == buggy.steps
+    assert steps[0] is reference.steps[0] and steps[2] is not reference.steps[2]
+
+
+def test_a_long_run_s_batches_like_the_reference_s_are_its_steps() -> None:
+    workload = bursts(gap=15)
+    reference = run(scheduler, workload)
+    like = Stream.of(reference)
+    assert any(type(item) is dict for item in like.items)  # idle runs packed
+    reader = Reader(workload, len(reference.steps), like)
+    steps = [s for item in travelled(like.items) for s in reader.unpack(item)]
+    assert tuple(steps) == reference.steps
+    alone = Reader(workload, len(reference.steps))
+    assert [s for item in travelled(like.items) for s in alone.unpack(item)] == steps
