@@ -83,8 +83,12 @@ class Recorder:
                     "sequences added to the scheduler"
                 )
             output = read_output(seq, seq_id)
-            computed = plain_int(read(seq, "num_computed", seq_id), f"{seq_id}.num_computed")
-            tokens = plain_int(read(seq, "num_tokens", seq_id), f"{seq_id}.num_tokens")
+            computed = read(seq, "num_computed", seq_id)
+            if type(computed) is not int:  # the message only for a value that fails
+                plain_int(computed, f"{seq_id}.num_computed")
+            tokens = read(seq, "num_tokens", seq_id)
+            if type(tokens) is not int:
+                plain_int(tokens, f"{seq_id}.num_tokens")
         except ContractError as e:
             self.error = self.error or e
             raise
@@ -166,7 +170,8 @@ class Driver:
         except (Exception, SystemExit) as e:
             self._internal()
             raise ContractError(describe(e, self.impl)) from None
-        self._internal()
+        if self.recorder.internal is not None:  # (_internal's test, inlined: the hot path)
+            self._internal()
         return result
 
     def _internal(self) -> None:
@@ -198,7 +203,8 @@ class Driver:
         for key, n in pairs:
             if type(key) is not str:
                 raise ContractError(f"schedule() returned a key {show(key)} that is not a str")
-            plain_int(n, f"schedule()[{key!r}]")
+            if type(n) is not int:  # the message only for a value that fails
+                plain_int(n, f"schedule()[{key!r}]")
         # An engine owns what schedule() returned and may consume it: update() must work
         # from a record of its own (bug table: update() does not know what was scheduled).
         dict.clear(returned)
@@ -240,7 +246,7 @@ class Driver:
                 raise ContractError(
                     f"Scheduler.{name} must be a list or a deque, got {type(queue).__name__}"
                 )
-            queues.append(self._ids(queue, f"Scheduler.{name}"))
+            queues.append(self._ids(queue, _QUEUES[name]))
         # Every sequence, at every call: the run's hot path, so the reads and checks are
         # inlined here (what `read`, `plain_int`, `_status` and `copy_output` do, in their
         # order, each called only where a value fails its check, for the message).
@@ -302,6 +308,8 @@ class Driver:
         self.status_names[id(status)] = (status, name)
         return name
 
+
+_QUEUES = {name: f"Scheduler.{name}" for name in ("waiting", "running", "finished")}
 
 OnCall = Callable[[int, str], None]
 
