@@ -64,6 +64,11 @@ class Features:
     # requests that ignore eos (SamplingParams.ignore_eos): a fork's SamplingParams may
     # not have it (EngineSetup.lacks), and then no request asks for it
     ignore_eos: bool = True
+    # speculative decoding (issue 49): the most draft tokens a step proposes per request
+    # (0: none drawn), and the modes it is driven in (empty: every mode; a workload drawing
+    # drafts runs in the first where its own is not one of them)
+    drafts: int = 0
+    draft_modes: tuple[str, ...] = ()
 
 
 PLAIN = Features()
@@ -98,6 +103,9 @@ class EngineSetup:
     # what trial runs showed before the search (Adapter.settle), in the adapter's words:
     # its header prints them
     settled: tuple[str, ...] = ()
+    # the modes its speculative decoding is driven in, where not every mode it has (vLLM:
+    # its sync modes, so far): Features.draft_modes
+    draft_modes: tuple[str, ...] = ()
 
     def features(self, features: Features) -> Features:
         """Its adapter's features, narrowed to what this setup runs with."""
@@ -111,6 +119,8 @@ class EngineSetup:
                 if tuple(sorted(self.block_sizes)) != tuple(range(low, high + 1, step)):
                     raise ValueError(f"block sizes {self.block_sizes}: not a range or multiples")
             features = replace(features, block_sizes=(low, high), block_step=step)
+        if self.draft_modes:
+            features = replace(features, draft_modes=self.draft_modes)
         lacked: dict[str, Any] = dict.fromkeys(self.lacks, False)
         return replace(features, **lacked)
 
@@ -129,6 +139,7 @@ class EngineSetup:
             "block_sizes": list(self.block_sizes),
             "lacks": list(self.lacks),
             "settled": list(self.settled),
+            "draft_modes": list(self.draft_modes),
         }
 
     @classmethod
@@ -147,6 +158,7 @@ class EngineSetup:
             tuple(map(int, data.get("block_sizes", ()))),
             tuple(map(str, data.get("lacks", ()))),
             tuple(map(str, data.get("settled", ()))),
+            tuple(map(str, data.get("draft_modes", ()))),
         )
 
     @property

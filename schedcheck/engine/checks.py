@@ -97,6 +97,16 @@ def check_e1(trace: EngineTrace) -> Iterator[Violation]:
                     f"and computes {seq.num_scheduled})",
                     (seq.name,),
                 )
+            elif seq.drafts and end != size:
+                yield Violation(
+                    "E1",
+                    step.step,
+                    "schedule()",
+                    f"{seq.name} is scheduled {seq.drafts} draft token(s), but this step computes "
+                    f"positions {start}..{end - 1} of its {size} tokens with them: a draft "
+                    "scheduled is computed in its step",
+                    (seq.name,),
+                )
             elif len(seq.block_table) * bs < end:
                 yield Violation(
                     "E1",
@@ -369,7 +379,10 @@ def check_e12(trace: EngineTrace) -> Iterator[Violation]:
         for seq, copy in zip(step.scheduled, step.copies, strict=False):
             start, end = span(seq)
             have = copy.token_ids or ()
-            unknown = [p for p in range(start, min(end, len(have))) if have[p] == UNKNOWN]
+            # draft positions are verified, not trusted: a -1 there is vLLM's padding of a
+            # decode to 1 + num_speculative_tokens, rejected by the sampler
+            own = min(end, len(have), len(seq.token_ids) - seq.drafts)
+            unknown = [p for p in range(start, own) if have[p] == UNKNOWN]
             if unknown:
                 yield Violation(
                     "E12",
@@ -465,6 +478,35 @@ def _retraction_problem(
             f"but it is {list(waiting)}"
         )
     return None
+
+
+def check_e15(trace: EngineTrace) -> Iterator[Violation]:
+    """Speculative decoding: the drafts a step schedules for a request are those the
+    proposer made for it after its last step (the workload's `propose` of its tokens now, or
+    the first of them where the step has room for fewer). Drafts of an older sequence (kept
+    across a preemption, or from before a token landed) only cost their verification: the
+    output stays right (E7), the step is wasted, so this is a policy."""
+    w = trace.workload
+    if not w.drafts:
+        return
+    for step in trace.steps:
+        for seq in step.scheduled:
+            if not seq.drafts:
+                continue
+            known = len(seq.token_ids) - seq.drafts
+            drafts, fresh = seq.token_ids[known:], w.propose(seq.token_ids[:known])
+            if all(t == UNKNOWN for t in drafts):
+                continue  # padding (vLLM's -1 rows of a decode padded to 1 + drafts)
+            if drafts != fresh[: len(drafts)]:
+                yield Violation(
+                    "E15",
+                    step.step,
+                    "schedule()",
+                    f"{seq.name} is scheduled the drafts {list(drafts)}, but those proposed for "
+                    f"its {known} tokens are {list(fresh)}: stale drafts",
+                    (seq.name,),
+                )
+                return  # the first stale draft tells the story
 
 
 ENTRIES: tuple[EngineCheck, ...] = (
@@ -631,10 +673,22 @@ ENTRIES: tuple[EngineCheck, ...] = (
         function=check_e14,
         policy=False,
     ),
+    EngineCheck(
+        id="E15",
+        title="the drafts scheduled for a request are the ones proposed for it after its last "
+        "step (speculative decoding; a policy)",
+        symptom="wasted verification: drafts of an older sequence are computed and rejected",
+        likely_bugs=(
+            "spec_token_ids not cleared when a request is preempted",
+            "drafts proposed after a prefill chunk kept, or drafts of a step not yet updated",
+        ),
+        function=check_e15,
+        policy=False,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E14."""
+"""Every engine check by id, E1-E15."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

@@ -16,6 +16,7 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -109,6 +110,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "SGLang and nano-vllm: both loops (all)",
     )
     engine.add_argument(
+        "--features",
+        metavar="NAMES",
+        help="what the workloads draw beyond the engine's default: spec (speculative "
+        "decoding: drafts proposed, verified and rolled back; vLLM, in its sync modes so far), "
+        "or none (default: the engine's own, which draws no drafts yet)",
+    )
+    engine.add_argument(
         "--loop",
         choices=("overlap", "normal", "own", "scheduler"),
         help="nano-vllm: its own LLMEngine.step() and model runner (own, the default where "
@@ -200,6 +208,7 @@ def engine_command(args: argparse.Namespace) -> int:
             )
         setup = adapter.setup(args.path, args)
         checks = active(frozenset(args.off), frozenset(args.on) | adapter.policies_on)
+        drawn(adapter.features, args.features, adapter.title)  # a usage error before it starts
     except (SetupError, ValueError) as e:
         print(f"schedcheck engine: {e}", file=sys.stderr)
         return faults.USAGE
@@ -232,7 +241,9 @@ def engine_command(args: argparse.Namespace) -> int:
         engine.stop()
         raise
     engine.use(setup)
-    features = setup.features(adapter.features)
+    features = drawn(setup.features(adapter.features), args.features, adapter.title)
+    if args.features:
+        options.append(f"--features={args.features}")
     exporter = None
     if args.export:
         rerun = " ".join(shlex.quote(x) for x in [args.path or "", *options] if x)
@@ -240,6 +251,9 @@ def engine_command(args: argparse.Namespace) -> int:
     print(f"engine: {shown}")
     for line in adapter.header(setup):
         print(line)
+    if features.drafts:
+        where = f" (modes {', '.join(features.draft_modes)})" if features.draft_modes else ""
+        print(f"features: spec, up to {features.drafts} drafts a step{where}")
     print(f"checks: {' '.join(checks)}" + _switched(checks, adapter.policies_on))
     print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
     try:
@@ -267,6 +281,27 @@ def engine_command(args: argparse.Namespace) -> int:
         engine.stop()
     reached = labels(features, setup.modes, setup.reaches)
     return conclude(args, shown, options, found, reached, checks, exporter)
+
+
+FEATURES = ("spec",)
+"""What --features names: spec, speculative decoding (Features.drafts)."""
+
+
+def drawn(features: Features, asked: str | None, title: str) -> Features:
+    """The features a search draws: the engine's own, less speculative decoding unless
+    --features names it (`spec`; `none`: nothing beyond the engine's plain workloads).
+    ValueError for a name that is none, or a feature the engine's adapter does not drive."""
+    names = [n.strip() for n in (asked or "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in (*FEATURES, "none")]
+    if unknown:
+        raise ValueError(f"--features {asked}: {unknown[0]!r} is no feature (spec, or none)")
+    if "spec" in names and not features.drafts:
+        raise ValueError(
+            f"--features spec: schedcheck does not drive {title}'s speculative decoding"
+        )
+    if "spec" not in names:
+        features = replace(features, drafts=0)
+    return features
 
 
 def conclude(
@@ -381,8 +416,12 @@ def unsupported(
             f"block size {workload.config.block_size}, which this setup does not run with (it "
             f"runs with {', '.join(map(str, sizes))})"
         )
+    if workload.drafts and not features.drafts:
+        found.append("speculative decoding, which this run does not draw (--features spec)")
     mode = workload.config.mode
-    if mode and mode not in modes:
+    if workload.drafts and mode in features.draft_modes:
+        pass  # speculative decoding's own mode
+    elif mode and mode not in modes:
         found.append(f"mode {mode!r}, which this run does not have (it has {', '.join(modes)})")
     return found
 

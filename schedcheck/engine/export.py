@@ -84,6 +84,9 @@ class Rendered:
     # request ("": done() says, which an engine that lost a request gets wrong)
     unfinished_body: str = ""
     title: str = ""  # the engine as the test's first line names it ("": the command's words)
+    # its calls drive speculative decoding: the drafts of DRAFTS, verified by verify() (a
+    # workload with drafts is not exported where they do not)
+    spec: bool = False
 
 
 def model_table(
@@ -95,8 +98,48 @@ def model_table(
     prefixes = set(computed)
     for r in workload.requests:
         tokens = (*r.prompt, *workload.alone(r))
-        prefixes.update(tokens[:k] for k in range(len(r.prompt), len(tokens)))
-    return {p: workload.next_token(p) for p in sorted(prefixes, key=lambda p: (len(p), p))}
+        for k in range(len(r.prompt), len(tokens)):
+            prefixes.add(tokens[:k])
+            # with drafts, the positions verified after each (speculative decoding)
+            drafts = workload.propose(tokens[:k])
+            prefixes.update((*tokens[:k], *drafts[:i]) for i in range(1, len(drafts) + 1))
+    return {p: workload.next_token(p) for p in sorted(prefixes, key=_shortest)}
+
+
+def draft_table(trace: EngineTrace) -> dict[tuple[int, ...], tuple[int, ...]]:
+    """The simulated proposer as a literal (speculative decoding): the drafts proposed after
+    each sequence the run proposed for (a request's tokens after a step's update) and each
+    a correct engine proposes for (every prefix of each request's own output)."""
+    w = trace.workload
+    seen: set[tuple[int, ...]] = set()
+    for step in trace.steps:
+        after = step.after_postprocess
+        if after is not None:
+            seen.update(
+                tuple(after.tokens[s.name]) for s in step.scheduled if s.name in after.tokens
+            )
+    for r in w.requests:
+        tokens = (*r.prompt, *w.alone(r))
+        seen.update(tokens[:k] for k in range(len(r.prompt) + 1, len(tokens) + 1))
+    return {p: w.propose(p) for p in sorted(seen, key=_shortest)}
+
+
+def _shortest(prefix: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+    return len(prefix), prefix
+
+
+VERIFY = '''def verify(tokens, drafts):
+    """Greedy verification, as the model verifies drafts: the drafts it agrees with (NEXT),
+    up to the first it does not, then one token of its own."""
+    chain, out = list(tokens), []
+    for draft in drafts:
+        out.append(NEXT[tuple(chain)])
+        if out[-1] != draft:
+            return out
+        chain.append(draft)
+    out.append(NEXT[tuple(chain)])
+    return out
+'''
 
 
 def _literal(name: str, entries: list[str]) -> str:
@@ -160,6 +203,8 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
         raise ValueError(f"{check} is not exported for this engine: its test reads no state")
     if any(r.abort for r in w.requests) and not rendered.abort_body:
         raise ValueError("the workload aborts a request, which this engine's test cannot")
+    if w.drafts and not rendered.spec:
+        raise ValueError("the workload drafts tokens, which this engine's test does not drive")
     if w.resets and not rendered.reset_body:
         raise ValueError("the workload clears the prefix cache, which this engine's test cannot")
     if not fires(check, trace, violation.step, constants):
@@ -295,7 +340,10 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
     _exportable(verdict, rendered, constants)
     info = CATALOGUE[check]
     computed = [
-        s.token_ids[: s.num_cached + s.num_scheduled] for st in trace.steps for s in st.scheduled
+        s.token_ids[: s.num_cached + s.num_scheduled - s.drafts + i]
+        for st in trace.steps
+        for s in st.scheduled
+        for i in range(s.drafts + 1)  # with drafts: each position verified
     ]
     table = model_table(w, computed)
     aborts = any(r.abort for r in w.requests)
@@ -340,6 +388,11 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         _literal("NEXT", [f"{p!r}: {t}" for p, t in table.items()]),
         *_requests(w),
     ]
+    if w.drafts:
+        proposed = draft_table(trace)
+        lines.append(f"SPEC = {w.drafts}  # num_speculative_tokens: the drafts proposed a step")
+        lines.append("# the drafts the proposer makes after each sequence")
+        lines.append(_literal("DRAFTS", [f"{p!r}: {list(d)!r}" for p, d in proposed.items()]))
     if w.resets:
         lines.append(
             f"RESETS = {list(w.resets)!r}  # the prefix cache cleared as these steps start"
@@ -363,6 +416,8 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         )
     if rendered.helpers.strip():
         lines += ["", "", rendered.helpers.strip()]
+    if w.drafts:
+        lines += ["", "", VERIFY.strip()]
     functions = [
         ("build()", rendered.build_body),
         (

@@ -20,7 +20,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
-from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
+from schedcheck.engine.trace import UNKNOWN, EngineStep, EngineTrace, Pool
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
 MAX_REQUESTS = 5
@@ -43,6 +43,12 @@ SKIPPED = "a running request left out of a step"
 IN_FLIGHT_PREEMPTION = "preemption of a request with a step in flight"
 IN_FLIGHT_ABORT = "abort of a request with a step in flight"
 EARLY = "a batch the device finished before the engine core looked"
+DRAFTS_ALL = "every draft of a step accepted"
+DRAFTS_NONE = "every draft of a step rejected"
+DRAFTS_SOME = "some drafts of a step accepted"
+DRAFTS_FEW = "a decode with fewer drafts than asked, or none"
+DRAFTS_PREEMPTED = "preemption of a request with drafts scheduled the step before"
+SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED)
 LABELS = (
     PREFIX_HIT,
     WHOLE_PROMPT_HIT,
@@ -71,7 +77,8 @@ def labels(
     )
     shown = tuple(mode_label(m) for m in modes) if len(modes) > 1 else ()
     base = tuple(label for label in LABELS if features.ignore_eos or label != IGNORED_EOS)
-    return (*base, *(label for label, has in extra if has), *reaches, *shown)
+    spec = SPEC if features.drafts else ()
+    return (*base, *(label for label, has in extra if has), *spec, *reaches, *shown)
 
 
 def mode_label(mode: str) -> str:
@@ -166,7 +173,20 @@ def engine_workloads(
         early = tuple(sorted(draw(st.sets(st.integers(1, 8), min_size=1, max_size=3))))
     if features.conservativeness:  # its default, or admissions that retraction undoes
         config = replace(config, conservativeness=draw(st.sampled_from([1.0, 0.3, 0.1])))
-    return EngineWorkload(config, tuple(requests), vocab, eos, resets, early)
+    drafts, miss = 0, 0
+    if features.drafts and draw(st.integers(0, 2)) == 2:  # one workload in three
+        drafts, miss = draw(st.integers(1, features.drafts)), draw(st.integers(0, 8))
+        if features.draft_modes and config.mode not in features.draft_modes:
+            config = replace(config, mode=features.draft_modes[0])
+        # a lone request's drafts after its last token take KV slots too
+        extra = -(-drafts // config.block_size)
+        config = replace(config, num_blocks=config.num_blocks + extra)
+        # a budget that holds a decode and its drafts: vLLM pads a one-token admission to
+        # 1 + num_speculative_tokens and never schedules it unpadded (a budget below that
+        # starves it for good: docs/engines.md, "Speculative decoding")
+        budget = max(config.max_num_batched_tokens, 1 + drafts)
+        config = replace(config, max_num_batched_tokens=budget)
+    return EngineWorkload(config, tuple(requests), vocab, eos, resets, early, drafts, miss)
 
 
 def longest_of(requests: list[EngineRequest]) -> int:
@@ -211,6 +231,32 @@ def _between(trace: EngineTrace, previous: Pool, step: EngineStep) -> set[str]:
     return seen
 
 
+def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
+    """What the step's drafts met: verified as the model verifies them (all accepted, none,
+    some), or fewer than asked for a request that decodes."""
+    seen: set[str] = set()
+    w = trace.workload
+    if not w.drafts:
+        return seen
+    for seq in step.scheduled:
+        known = len(seq.token_ids) - seq.drafts
+        if seq.num_cached + seq.num_scheduled < known:
+            continue  # a prefill chunk short of its end: no drafts, none asked
+        padding = all(t == UNKNOWN for t in seq.token_ids[known:])  # vLLM's -1 rows
+        if seq.drafts < w.drafts or padding:
+            seen.add(DRAFTS_FEW)
+        if seq.drafts and not padding:
+            accepted = len(w.verify(seq.token_ids[:known], seq.token_ids[known:])) - 1
+            seen.add(
+                DRAFTS_ALL
+                if accepted == seq.drafts
+                else DRAFTS_NONE
+                if not accepted
+                else DRAFTS_SOME
+            )
+    return seen
+
+
 def observe(trace: EngineTrace) -> set[str]:
     """Which of the hard parts this run reached (read off the trace)."""
     seen: set[str] = set()
@@ -222,9 +268,11 @@ def observe(trace: EngineTrace) -> set[str]:
         seen.add(mode_label(trace.workload.config.mode))
     started: set[str] = set()
     previous = None
+    drafting: set[str] = set()  # requests the previous step scheduled drafts for
     for step in trace.steps:
         if previous is not None:
             seen |= _between(trace, previous, step)
+        seen |= _drafts(trace, step)
         for seq in step.scheduled:
             output = len(seq.token_ids) - len(prompts[seq.name])
             if step.is_prefill and seq.name not in started and seq.num_cached > 0:
@@ -244,10 +292,13 @@ def observe(trace: EngineTrace) -> set[str]:
             for name, status in after.status.items():
                 if status == "WAITING" and name in started and not after.tables[name]:
                     seen.add(PREEMPTION)
+                    if name in drafting:
+                        seen.add(DRAFTS_PREEMPTED)
                     if trace.workload.config.policy == "priority":
                         seen.add(PRIORITY)
                     started.discard(name)
             previous = after
+        drafting = {seq.name for seq in step.scheduled if seq.drafts}
     if any(s.step in trace.workload.early and s.scheduled for s in trace.steps):
         seen.add(EARLY)
     for request in trace.workload.requests:

@@ -25,6 +25,9 @@ class Scheduled(NamedTuple):
     num_scheduled: int  # the number of positions it computes (a decode: 1)
     token_ids: tuple[int, ...]
     block_table: tuple[int, ...]
+    # speculative decoding: the last `drafts` of token_ids are the draft tokens this step
+    # computes after the request's own (scheduled for it, not yet verified)
+    drafts: int = 0
 
 
 class Copy(NamedTuple):
@@ -193,8 +196,8 @@ class EngineTrace:
                     int(s["step"]),
                     bool(s["is_prefill"]),
                     tuple(
-                        Scheduled(str(n), int(c), int(k), tup(t) or (), tup(b) or ())
-                        for n, c, k, t, b in s["scheduled"]
+                        Scheduled(str(n), int(c), int(k), tup(t) or (), tup(b) or (), *map(int, d))
+                        for n, c, k, t, b, *d in s["scheduled"]
                     ),
                     tuple(
                         Copy(tup(t), _int(lt), _int(c), _int(k), tup(b), _int(nt))

@@ -132,6 +132,15 @@ def workload_lines(w: EngineWorkload) -> list[str]:
         ),
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
+        *(
+            [
+                f"  speculative decoding: up to {w.drafts} drafts a step (num_speculative_tokens),"
+                f" each missing {w.draft_miss_per_8} in 8 (EngineWorkload.propose); verified "
+                "greedily: the drafts the model agrees with, then one token of its own"
+            ]
+            if w.drafts
+            else []
+        ),
     ]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from schedcheck.model.workload import blocks_for
 
 EOS = 0
+DRAFT_VOCAB = 256  # the token ids a draft may take: the simulated model's vocabulary
 
 
 @dataclass(frozen=True)
@@ -100,11 +101,52 @@ class EngineWorkload:
     # steps whose batch the device finishes before the engine core looks (async scheduling:
     # an engine core that asks updates it at once; one that does not, never looks)
     early: tuple[int, ...] = ()
+    # speculative decoding (issue 49): the draft tokens the proposer makes a step for each
+    # request (vLLM's num_speculative_tokens; 0: none), and how often a draft misses (per 8)
+    drafts: int = 0
+    draft_miss_per_8: int = 0
 
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
         h = zlib.crc32(",".join(map(str, tokens)).encode())
         return EOS if h % 16 < self.eos_per_16 else 1 + (h >> 4) % self.vocab
+
+    def propose(self, tokens: Sequence[int]) -> tuple[int, ...]:
+        """The simulated proposer's drafts after `tokens` (an n-gram lookup, a draft model,
+        EAGLE: whichever the engine runs, its drafts as the scheduler sees them): up to
+        `drafts` tokens, each the model's own next token unless it misses (then a token the
+        model would not give, and what follows it from there); now and then fewer than
+        asked, or none, as an n-gram lookup that finds no match. A function of the sequence,
+        as next_token is: the same in every process and every run."""
+        if not self.drafts:
+            return ()
+        h = zlib.crc32(("draft:" + ",".join(map(str, tokens))).encode())
+        if h % 8 == 0:
+            return ()  # no match
+        count = self.drafts if h % 8 > 1 else 1 + (h >> 3) % self.drafts
+        chain, out = list(tokens), []
+        for i in range(count):
+            right = self.next_token(chain)
+            missed = (h >> (8 + 3 * i)) % 8 < self.draft_miss_per_8
+            token = (right + 1 if right < DRAFT_VOCAB - 1 else right - 1) if missed else right
+            chain.append(token)
+            out.append(token)
+        return tuple(out)
+
+    def verify(self, tokens: Sequence[int], drafts: Sequence[int]) -> tuple[int, ...]:
+        """What a step that computes `tokens`' last position and `drafts` after it samples,
+        verified as greedy rejection sampling does: the drafts the model agrees with, up to
+        the first it does not, then one token of its own (the model's at that position).
+        So speculative decoding never changes a token (E7)."""
+        chain, out = list(tokens), []
+        for draft in drafts:
+            token = self.next_token(chain)
+            out.append(token)
+            if token != draft:
+                return tuple(out)
+            chain.append(token)
+        out.append(self.next_token(chain))
+        return tuple(out)
 
     def most(self, request: EngineRequest) -> int:
         """The most tokens it may produce: max_tokens, less where max_model_len caps its
@@ -122,6 +164,14 @@ class EngineWorkload:
             if (token == EOS and not request.ignore_eos) or token in request.stop:
                 break
         return tuple(out)
+
+    def draft_blocks(self, request: EngineRequest) -> int:
+        """The most KV blocks `request` holds alone with its drafts: its tokens but the last
+        sampled (never computed), and the draft positions (or padded rows) computed after
+        its last known one."""
+        return blocks_for(
+            len(request.prompt) + request.max_tokens - 1 + self.drafts, self.config.block_size
+        )
 
     def longest(self) -> int:
         """The longest any of its sequences grows (prompt and every output token): the
@@ -154,6 +204,18 @@ class EngineWorkload:
             for r in self.requests
             if r.peak_blocks(c.block_size, headroom) > c.num_blocks - reserved
         ]
+        if not 0 <= self.drafts <= 8:
+            found.append(f"drafts {self.drafts} is not a count of draft tokens from 0 to 8")
+        if not 0 <= self.draft_miss_per_8 <= 8:
+            found.append(f"draft_miss_per_8 {self.draft_miss_per_8} is not from 0 to 8")
+        if self.drafts:  # a lone request's drafts past its last token take KV slots too
+            found.extend(
+                f"{r.name} with {self.drafts} draft tokens needs {self.draft_blocks(r)} KV "
+                f"blocks, more than num_blocks {c.num_blocks}"
+                + (f" less {reserved} reserved" if reserved else "")
+                for r in self.requests
+                if self.draft_blocks(r) > c.num_blocks - reserved
+            )
         if c.max_model_len:
             found.extend(
                 f"{r.name}'s prompt of {len(r.prompt)} tokens leaves no room for an output "
@@ -226,6 +288,8 @@ class EngineWorkload:
             int(data["eos_per_16"]),
             tuple(map(int, data.get("resets", ()))),
             tuple(map(int, data.get("early", ()))),
+            int(data.get("drafts", 0)),
+            int(data.get("draft_miss_per_8", 0)),
         )
 
     @classmethod

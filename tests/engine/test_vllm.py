@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -22,7 +23,13 @@ import pytest
 from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
-from schedcheck.engine.strategies import labels
+from schedcheck.engine.strategies import (
+    DRAFTS_ALL,
+    DRAFTS_FEW,
+    DRAFTS_NONE,
+    DRAFTS_SOME,
+    labels,
+)
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
@@ -61,11 +68,32 @@ def test_the_release_passes_a_bounded_search_and_reaches_every_hard_part(
     """In every mode the release has (--modes all), each drawn in turn."""
     build(vllm).patch = None
     every = vllm_setup(None, argparse.Namespace(async_scheduling=None, runner=None, modes="all"))
-    found = search_engine(vllm, 400, CHECKS, True, VLLM.features, every.modes)
+    plain = replace(VLLM.features, drafts=0)  # speculative decoding: the test below
+    found = search_engine(vllm, 400, CHECKS, True, plain, every.modes)
     assert found.failure is None, found.failure[1].report()
-    reachable = labels(VLLM.features, every.modes, every.reaches)
+    reachable = labels(plain, every.modes, every.reaches)
     missed = [label for label in reachable if not found.reached[label]]
     assert not missed, f"never reached: {missed}"
+
+
+def test_speculative_decoding_passes_a_bounded_search_and_its_drafts_meet_every_fate(
+    vllm: LocalEngine,
+) -> None:
+    """--features spec on the release: drafts drawn in its sync modes (EngineSetup's
+    draft_modes), every check holds, and steps are reached whose drafts were all accepted,
+    none, some, and decodes with fewer drafts than asked (padding included)."""
+    build(vllm).patch = None
+    every = vllm_setup(None, argparse.Namespace(async_scheduling=None, runner=None, modes="all"))
+    features = every.features(VLLM.features)
+    assert (
+        features.drafts
+        and features.draft_modes
+        and all(m.startswith("sync") for m in features.draft_modes)
+    )
+    found = search_engine(vllm, 400, CHECKS, True, features, every.modes)
+    assert found.failure is None, found.failure[1].report()
+    for label in (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW):
+        assert found.reached[label], f"never reached: {label}"
 
 
 def test_a_worked_trace_what_the_driver_reads_off_vllm(vllm: LocalEngine) -> None:
@@ -111,7 +139,8 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
     build(vllm).patch = mutant.patch
     checks = [c for c in CHECKS if c not in mutant.off]
     try:
-        found = search_engine(vllm, 1000, checks, True, VLLM.features, modes)
+        features = VLLM.features if mutant.drafts else replace(VLLM.features, drafts=0)
+        found = search_engine(vllm, 1000, checks, True, features, modes)
     finally:
         build(vllm).patch = None
     assert found.failure is not None, f"{mutant.name} ({mutant.bug}) was not caught"

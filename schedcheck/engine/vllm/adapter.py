@@ -87,9 +87,10 @@ class Vllm:
         resets=True,
         caps=True,
         timing=True,
+        drafts=4,  # num_speculative_tokens 1 to 4 (--features spec), in its sync modes so far
     )
     # its running cap, its preemption rules, its running requests scheduled first
-    policies_on = frozenset({"E9", "E10", "E13"})
+    policies_on = frozenset({"E9", "E10", "E13", "E15"})
     # its config is built from each workload; its modes from the release's and these
     options = frozenset({"runner", "async_scheduling", "modes"})
     memory_mb = 8192  # torch and vLLM map gigabytes of address space before a step is run
@@ -140,14 +141,18 @@ class Vllm:
 
     def box(self, setup: EngineSetup, scratch: Path) -> Path:
         path = scratch / SETUP_FILE
-        path.write_text(json.dumps({"root": setup.root, "modes": list(setup.modes)}))
+        modes = list(dict.fromkeys([*setup.modes, *setup.draft_modes]))
+        path.write_text(json.dumps({"root": setup.root, "modes": modes}))
         return path
 
     def calls(self, workload: EngineWorkload) -> int:
         """Scheduler(); Request(), add_request() and an abort per request; a reset where the
         workload has one; per step a count, has_requests() twice, schedule() and
         update_from_output(), up to the bound."""
-        return 1 + 3 * len(workload.requests) + len(workload.resets) + (bound(workload) + 2) * 5
+        per_step = 6 if workload.drafts else 5  # and update_draft_token_ids()
+        return (
+            1 + 3 * len(workload.requests) + len(workload.resets) + (bound(workload) + 2) * per_step
+        )
 
     def before_box(self, path: str) -> Build | LoadError:
         """Everything vLLM reads from disk (its modules, the model's config.json, its lazy
@@ -163,7 +168,8 @@ class Vllm:
         return _Built(read)
 
     def load(self, setup: EngineSetup) -> _Built:
-        return _Built(built(setup.root, [Mode.parse(m) for m in setup.modes]))
+        modes = dict.fromkeys([*setup.modes, *setup.draft_modes])  # warmed in each
+        return _Built(built(setup.root, [Mode.parse(m) for m in modes]))
 
     def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
         return True, None  # chunked prefill is on in every config it is built with

@@ -108,7 +108,15 @@ class Build:
         # vLLM's own warnings about the tiny configs (budgets over max_model_len) are no
         # finding of ours, and a flood in a search
         logging.getLogger("vllm").setLevel(logging.ERROR)
-        from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, VllmConfig
+        from vllm.config import (
+            CacheConfig,
+            DeviceConfig,
+            ModelConfig,
+            ParallelConfig,
+            SchedulerConfig,
+            SpeculativeConfig,
+            VllmConfig,
+        )
         from vllm.sampling_params import SamplingParams
         from vllm.v1.core import kv_cache_utils
         from vllm.v1.core.sched.scheduler import Scheduler
@@ -118,10 +126,14 @@ class Build:
         except ImportError:
             AsyncScheduler = None
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
-        from vllm.v1.outputs import ModelRunnerOutput
+        from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
         from vllm.v1.request import Request, RequestStatus
         from vllm.v1.structured_output import StructuredOutputManager
 
+        # speculative decoding: its config (the n-gram method: no draft model to load) and
+        # what the engine core hands the scheduler the worker's drafts in
+        self.SpeculativeConfig, self.ParallelConfig = SpeculativeConfig, ParallelConfig
+        self.DraftTokenIds = DraftTokenIds
         self.version: str = vllm.__version__
         # the v1 model runner removed (0.34): its scheduler speaks the v2 protocol alone
         self.v2_only = v2_only(Path(vllm.__file__).parent)
@@ -178,11 +190,20 @@ class Build:
             policy=c.policy,
         )
         cache_config = v.CacheConfig(block_size=c.block_size, enable_prefix_caching=True)
+        if workload.drafts and mode.overlapped:
+            raise NoSuchMode(
+                f"speculative decoding is driven in vLLM's sync modes only so far, not {mode.name}"
+            )
         vllm_config = v.VllmConfig(
             model_config=model_config,
             cache_config=cache_config,
             scheduler_config=scheduler_config,
             device_config=self.device_config,
+            **(
+                {"speculative_config": self.speculative(workload, model_config)}
+                if workload.drafts
+                else {}
+            ),
         )
         vllm_config.cache_config.num_gpu_blocks = c.num_blocks
         if mode.overlapped:
@@ -218,6 +239,25 @@ class Build:
             self.patch(scheduler)
         return scheduler, hashes
 
+    def speculative(self, workload: EngineWorkload, model_config: Any) -> Any:
+        """vLLM's SpeculativeConfig for the workload's drafts: the n-gram method (its
+        proposer needs no draft model, so the config builds on a CPU from the target's
+        alone), `num_speculative_tokens` the workload's; the drafts themselves are the
+        simulated proposer's (EngineWorkload.propose), handed over as the worker's are."""
+        return self.SpeculativeConfig(
+            method="ngram",
+            num_speculative_tokens=workload.drafts,
+            prompt_lookup_max=workload.drafts,
+            prompt_lookup_min=1,
+            target_model_config=model_config,
+            target_parallel_config=self.ParallelConfig(),
+        )
+
+    def drafts(self, proposed: dict[str, tuple[int, ...]]) -> Any:
+        """The DraftTokenIds the engine core gives update_draft_token_ids() after a step
+        (`post_step`, sync scheduling): the worker's drafts for each request of the step."""
+        return self.DraftTokenIds(list(proposed), [list(d) for d in proposed.values()])
+
     def request(self, scheduler: Any, request: EngineRequest, arrival: float) -> Any:
         """vLLM's Request for one of the workload's: its sampling parameters (max_tokens,
         ignore_eos, stop tokens, eos from the model's generation config), its priority and
@@ -244,10 +284,11 @@ class Build:
             **eos,
         )
 
-    def runner_output(self, order: list[str], sampled: dict[str, int]) -> Any:
-        """The ModelRunnerOutput of a step: one token for each request in `sampled`, none
-        for the others scheduled (a chunk short of the end)."""
-        tokens: list[Any] = [[sampled[n]] if n in sampled else [] for n in order]
+    def runner_output(self, order: list[str], sampled: dict[str, tuple[int, ...]]) -> Any:
+        """The ModelRunnerOutput of a step: the tokens each request in `sampled` got (one;
+        with drafts, those verified and one of the model's own), none for the others
+        scheduled (a chunk short of the end)."""
+        tokens: list[Any] = [list(sampled[n]) if n in sampled else [] for n in order]
         if self.v.sampled_arrays:  # 0.11's scheduler calls .tolist() on each
             import numpy
 

@@ -107,11 +107,14 @@ WARM = tuple(
 
 
 def warm(build: Build, modes: list[Mode]) -> None:
-    """Run WARM through `build` in each of `modes`: vLLM's lazy imports happen now (before a
-    box is entered), and a release whose API this driver does not fit is told now, as a
-    usage error, not as a verdict on the first workload (RuntimeError naming what failed)."""
+    """Run WARM through `build` in each of `modes`, and in each sync one with drafts (its
+    speculative decoding: SpeculativeConfig imports its method's module when built): vLLM's
+    lazy imports happen now (before a box is entered), and a release whose API this driver
+    does not fit is told now, as a usage error, not as a verdict on the first workload
+    (RuntimeError naming what failed)."""
+    drafting = [replace(w, drafts=2, draft_miss_per_8=4) for w in WARM]
     for mode in modes:
-        for workload in WARM:
+        for workload in (*WARM, *(() if mode.overlapped else drafting)):
             failure = run_vllm(build, workload, mode).failure
             if failure is not None:
                 raise RuntimeError(
@@ -126,7 +129,7 @@ class Batch(NamedTuple):
 
     out: Any  # the SchedulerOutput
     order: list[str]
-    sampled: dict[str, int]  # the tokens the runner kept, by request
+    sampled: dict[str, tuple[int, ...]]  # the tokens the runner kept, by request
     dropped: set[str]  # requests whose output vLLM drops (preempted by a prefix-cache reset)
 
 
@@ -256,12 +259,15 @@ class VllmDriver:
         views = read("schedule()", lambda: tuple(self.view(n, out) for n in order))
         seen = {v.name: v.token_ids for v in views}
 
-        def sample(name: str, copy: Copy) -> int:
+        def sample(name: str, copy: Copy, drafts: int) -> tuple[int, ...]:
             """The model attends to the KV cache for the positions before the step (the
-            request's own tokens, where E2 holds) and computes on the runner's inputs."""
+            request's own tokens, where E2 holds) and computes on the runner's inputs; with
+            drafts, it verifies them (EngineWorkload.verify)."""
             start, end = copy.num_cached or 0, (copy.num_cached or 0) + (copy.num_scheduled or 0)
-            inputs = (copy.token_ids or ())[start:end]
-            return self.workload.next_token((*seen[name][:start], *inputs))
+            inputs = (*seen[name][:start], *(copy.token_ids or ())[start:end])
+            if drafts:
+                return self.workload.verify(inputs[:-drafts], inputs[-drafts:])
+            return (self.workload.next_token(inputs),)
 
         done = self.model_runner(lambda: self.runner.execute(order, out, sample))
         kept = {n: t for n, t, k in zip(order, done.sampled, done.kept, strict=True) if k}
@@ -270,9 +276,8 @@ class VllmDriver:
         # batch's tokens in flight with the others'
         before = read("schedule()", lambda: self.pool(batch))
         is_prefill = any(v.num_cached + v.num_scheduled < len(v.token_ids) for v in views)
-        run.steps.append(
-            EngineStep(run.step, is_prefill, views, done.copies, done.sampled, before, None)
-        )
+        last = tuple(tokens[-1] for tokens in done.sampled)  # the model's own token of each
+        run.steps.append(EngineStep(run.step, is_prefill, views, done.copies, last, before, None))
         return batch
 
     def update(self, batch: Batch) -> None:
@@ -288,8 +293,25 @@ class VllmDriver:
         )
         update = self.scheduler.update_from_output
         run.call("update_from_output()", lambda: update(batch.out, output))
+        if self.workload.drafts and not self.mode.overlapped:
+            self.propose(batch)
         after = run.read("update_from_output()", self.pool)
         run.steps[-1] = replace(run.steps[-1], after_postprocess=after)
+
+    def propose(self, batch: Batch) -> None:
+        """The engine core's `post_step` (sync scheduling): the worker's drafts for each
+        request of the step, proposed from the tokens it holds (none after a prefill chunk,
+        which the scheduler would drop), handed to update_draft_token_ids()."""
+        if not batch.order:
+            return  # no model ran: nothing proposed
+        held = self.runner.held
+        proposed = {
+            n: self.workload.propose(held(n)) if n in batch.sampled else () for n in batch.order
+        }
+        drafts = self.run.read("update_draft_token_ids()", lambda: self.build.drafts(proposed))
+        self.run.call(
+            "update_draft_token_ids()", lambda: self.scheduler.update_draft_token_ids(drafts)
+        )
 
     def model_runner(self, work: Callable[[], _T]) -> _T:
         """The simulated runner's work: where the SchedulerOutput lacks what vLLM's runner
@@ -307,23 +329,28 @@ class VllmDriver:
         request, n = self.requests[name], int(out.num_scheduled_tokens[name])
         table = self.scheduler.kv_cache_manager.get_block_ids(name)[0]
         flight = [
-            b.sampled[name]
+            token
             for b in reversed(self.queue)
             if name in b.sampled and name not in b.dropped
+            for token in b.sampled[name]
         ]
+        drafts = [int(t) for t in out.scheduled_spec_decode_tokens.get(name, ())]
         return Scheduled(
             name,
             int(request.num_computed_tokens) - n,
             n,
-            (*(int(t) for t in request.all_token_ids), *flight),
+            (*(int(t) for t in request.all_token_ids), *flight, *drafts),
             tuple(int(b) for b in table),
+            len(drafts),
         )
 
     def in_flight(self, name: str, extra: Batch | None = None) -> int:
         """The tokens `name` has in flight: sampled in batches not yet updated, which vLLM
         does not drop."""
         batches = [*self.queue, *([extra] if extra is not None else [])]
-        return sum(1 for b in batches if name in b.sampled and name not in b.dropped)
+        return sum(
+            len(b.sampled[name]) for b in batches if name in b.sampled and name not in b.dropped
+        )
 
     def pool(self, extra: Batch | None = None) -> Pool:
         manager = self.scheduler.kv_cache_manager

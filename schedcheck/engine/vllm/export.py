@@ -68,7 +68,10 @@ class Core:
     def flight(self, name):
         """The tokens `name` has in flight: sampled in steps not yet updated."""
         return [
-            s[name] for _, s, dropped in reversed(self.queue) if name in s and name not in dropped
+            t
+            for _, s, dropped in reversed(self.queue)
+            if name in s and name not in dropped
+            for t in s[name]
         ]
 
     def finish(self, names):
@@ -102,11 +105,14 @@ class Core:
         self.scheduled, sampled = {}, {}
         for name, count in out.num_scheduled_tokens.items():
             tokens = [*self.requests[name].all_token_ids, *self.flight(name)]
+            drafts = list(out.scheduled_spec_decode_tokens.get(name, ()))  # computed after
             start = self.requests[name].num_computed_tokens - count  # schedule() advanced it
             blocks = list(self.scheduler.kv_cache_manager.get_block_ids(name)[0])
-            self.scheduled[name] = [start, count, len(tokens), blocks]
-            if start + count >= len(tokens):
-                sampled[name] = NEXT[tuple(tokens[: start + count])]
+            self.scheduled[name] = [start, count, len(tokens) + len(drafts), blocks]
+            if drafts and start + count >= len(tokens) + len(drafts):
+                sampled[name] = verify(tokens, drafts)
+            elif start + count >= len(tokens):
+                sampled[name] = [NEXT[tuple(tokens[: start + count])]]
         return out, sampled, set()
 
     def update(self, batch, seen):
@@ -116,7 +122,7 @@ class Core:
             self.again, self.landing = self.landing, []
         order = list(out.num_scheduled_tokens)
         self.scheduler.update_from_output(out, runner_output(order, sampled))
-        if seen:
+        {propose}if seen:
             seen("update_from_output()")
 
     def state(self):
@@ -137,10 +143,10 @@ def block_hash(obj):
 
 
 def runner_output(order, sampled):
-    """The step's ModelRunnerOutput: one token for each request in `sampled`, none for a
+    """The step's ModelRunnerOutput: the tokens each request in `sampled` got, none for a
     chunk short of its end. (0.11: numpy arrays and no defaults; 0.34: no req_id_to_index.)"""
     fields = {f.name: f for f in dataclasses.fields(ModelRunnerOutput)}
-    tokens = [[sampled[name]] if name in sampled else [] for name in order]
+    tokens = [list(sampled[name]) if name in sampled else [] for name in order]
     if "ndarray" in str(fields["sampled_token_ids"].type):
         import numpy
 
@@ -156,6 +162,21 @@ def runner_output(order, sampled):
     return ModelRunnerOutput(req_ids=list(order), sampled_token_ids=tokens, **more)
 '''
 
+# The n-gram method: its proposer needs no draft model, so its config builds on a CPU; the
+# drafts are the test's (DRAFTS), handed over as the engine core hands the worker's.
+SPECULATIVE = """speculative = SpeculativeConfig(
+    method="ngram", num_speculative_tokens=SPEC, prompt_lookup_max=SPEC, prompt_lookup_min=1,
+    target_model_config=model_config, target_parallel_config=ParallelConfig(),
+)
+"""
+
+# EngineCore.post_step (sync scheduling): the worker's drafts for the step's requests, from
+# the tokens each holds after the update (none for a chunk short of its end)
+PROPOSE = """drafts = [list(DRAFTS[tuple(self.requests[n].all_token_ids)]) if n in sampled else []
+                  for n in order]
+        self.scheduler.update_draft_token_ids(DraftTokenIds(order, drafts))
+        """
+
 BUILD = """folder = Path(tempfile.mkdtemp())
 (folder / "config.json").write_text(json.dumps(MODEL))
 model_config = ModelConfig(
@@ -167,11 +188,11 @@ scheduler_config = SchedulerConfig(
     max_model_len=MAX_MODEL_LEN, is_encoder_decoder=False, enable_chunked_prefill=True,
     async_scheduling=False, policy=POLICY,
 )
-vllm_config = VllmConfig(
+{speculative}vllm_config = VllmConfig(
     model_config=model_config,
     cache_config=CacheConfig(block_size=BLOCK_SIZE, enable_prefix_caching=True),
     scheduler_config=scheduler_config,
-    device_config=DeviceConfig(device="cpu"),
+    device_config=DeviceConfig(device="cpu"),{spec_arg}
 )
 vllm_config.cache_config.num_gpu_blocks = NUM_BLOCKS
 vllm_config.scheduler_config.async_scheduling = ASYNC  # after the CPU platform's hook
@@ -227,6 +248,22 @@ return {
 }"""
 
 
+def _imports(imported: str, drafts: bool) -> str:
+    """The test's imports: its scheduler class's, and speculative decoding's where it drafts."""
+    text = IMPORTS.replace("{imported}", imported)
+    if drafts:
+        text = text.replace(
+            "from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, "
+            "VllmConfig",
+            "from vllm.config import (\n    CacheConfig, DeviceConfig, ModelConfig, "
+            "ParallelConfig, SchedulerConfig, SpeculativeConfig,\n    VllmConfig,\n)",
+        ).replace(
+            "from vllm.v1.outputs import ModelRunnerOutput",
+            "from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput",
+        )
+    return text
+
+
 def _release(setup: EngineSetup) -> str:
     """The release installed at the setup's root, as pip names it ("vllm" for a checkout
     whose version is not recorded beside it)."""
@@ -262,9 +299,12 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     return Rendered(
         engine=release,
         title=f"vLLM {release.removeprefix('vllm==')} ({mode.name})" if "==" in release else "",
-        imports=IMPORTS.replace("{imported}", imported) + "\n" + "\n".join(facts),
-        helpers=CORE.strip(),
-        build_body=BUILD.replace("{cls}", cls),
+        imports=_imports(imported, bool(w.drafts)) + "\n" + "\n".join(facts),
+        helpers=CORE.strip().replace("{propose}", PROPOSE if w.drafts else ""),
+        build_body=BUILD.replace("{cls}", cls)
+        .replace("{speculative}", SPECULATIVE if w.drafts else "")
+        .replace("{spec_arg}", "\n    speculative_config=speculative," if w.drafts else ""),
+        spec=True,
         add_body=ADD,
         abort_body=ABORT,
         reset_body=RESET,

@@ -44,17 +44,24 @@ class ShortOutput(Exception):
 
 class Executed(NamedTuple):
     """One step computed: per scheduled request (in the output's order) what it computed
-    on, the token sampled from that, and whether the sample is kept (not a chunk short of
-    the end)."""
+    on, the tokens sampled from that (one; with drafts, those verified and one of the
+    model's own), and whether the sample is kept (not a chunk short of the end)."""
 
     copies: tuple[Copy, ...]
-    sampled: tuple[int, ...]
+    sampled: tuple[tuple[int, ...], ...]
     kept: tuple[bool, ...]
 
 
-Sample = Callable[[str, Copy], int]
-"""The model's token for a request after a step computed `Copy.token_ids` at its positions
-(the driver's: the positions before them are read from the KV cache, which E2 checks)."""
+Sample = Callable[[str, Copy, int], tuple[int, ...]]
+"""The model's tokens for a request after a step computed `Copy.token_ids` at its positions,
+the last `drafts` of them drafts to verify (the driver's: the positions before them are
+read from the KV cache, which E2 checks)."""
+
+
+def _drafts(out: Any, name: str) -> list[int]:
+    """The draft tokens the step schedules for `name` (speculative decoding), computed after
+    its own tokens."""
+    return [int(t) for t in out.scheduled_spec_decode_tokens.get(name, ())]
 
 
 class ModelRunner(Protocol):
@@ -68,6 +75,10 @@ class ModelRunner(Protocol):
         after what a request computed on."""
         ...
 
+    def held(self, name: str) -> tuple[int, ...]:
+        """The tokens it holds for `name` (what its proposer drafts from)."""
+        ...
+
 
 class _Runner:
     """What both runners keep per request."""
@@ -77,6 +88,10 @@ class _Runner:
         self.tables: dict[str, list[int]] = {}
         self.tokens: dict[str, list[int]] = {}
         self.starts: dict[str, int] = {}
+
+    def held(self, name: str) -> tuple[int, ...]:
+        """The tokens it holds for `name` (what its proposer drafts from)."""
+        return tuple(self.tokens.get(name, ()))
 
     def forget(self, name: str) -> None:
         self.tables.pop(name, None)
@@ -88,16 +103,21 @@ class _Runner:
             raise ShortOutput(f"{name} is scheduled as {what}, but the runner was never sent it")
         return self.tokens[name]
 
-    def compute(self, name: str, inputs: list[int], n: int, sample: Sample) -> tuple[Copy, int]:
+    def compute(
+        self, name: str, inputs: list[int], n: int, sample: Sample, drafts: list[int]
+    ) -> tuple[Copy, tuple[int, ...]]:
+        """The step computed on `inputs` (the request's tokens as the runner holds them) and
+        the drafts after them."""
+        inputs = [*inputs, *drafts]
         copy = Copy(
             tuple(inputs),
             inputs[-1] if inputs else None,
             self.starts[name],
             n,
             tuple(self.tables.get(name, ())),
-            len(self.tokens[name]),
+            len(self.tokens[name]) + len(drafts),
         )
-        return copy, sample(name, copy)
+        return copy, sample(name, copy, len(drafts))
 
 
 class V1Runner(_Runner):
@@ -170,16 +190,16 @@ class V1Runner(_Runner):
                 last = self.starts[name] + n - 1
                 inputs.extend([UNKNOWN] * (last + 1 - len(inputs)))
                 inputs[last] = self.previous[name]
-            copy, token = self.compute(name, inputs, n, sample)
+            copy, tokens = self.compute(name, inputs, n, sample, _drafts(out, name))
             copies.append(copy)
-            sampled.append(token)
+            sampled.append(tokens)
             kept.append(self.starts[name] + n >= len(self.tokens[name]))
         self.previous = {}
-        for name, token, keep in zip(order, sampled, kept, strict=True):
+        for name, tokens, keep in zip(order, sampled, kept, strict=True):
             if keep:
-                self.tokens[name].append(UNKNOWN if self.overlapped else token)
+                self.tokens[name].extend([UNKNOWN] * len(tokens) if self.overlapped else tokens)
                 if self.overlapped:
-                    self.previous[name] = token
+                    self.previous[name] = tokens[-1]
         return Executed(tuple(copies), tuple(sampled), tuple(kept))
 
 
@@ -214,15 +234,16 @@ class V2Runner(_Runner):
         copies, sampled, kept = [], [], []
         for name in order:
             n = int(out.num_scheduled_tokens[name])
-            copy, token = self.compute(name, list(self.tokens[name]), n, sample)
+            drafts = _drafts(out, name)
+            copy, tokens = self.compute(name, list(self.tokens[name]), n, sample, drafts)
             copies.append(copy)
-            sampled.append(token)
+            sampled.append(tokens)
             kept.append(self.starts[name] + n >= self.prefill[name])
-        for name, token, keep in zip(order, sampled, kept, strict=True):
-            if keep:  # written after the positions computed
+        for name, tokens, keep in zip(order, sampled, kept, strict=True):
+            if keep:  # written after the positions computed (its own, not the drafts)
                 end = self.starts[name] + int(out.num_scheduled_tokens[name])
-                del self.tokens[name][end:]
-                self.tokens[name].append(token)
+                del self.tokens[name][end - len(_drafts(out, name)) :]
+                self.tokens[name].extend(tokens)
         return Executed(tuple(copies), tuple(sampled), tuple(kept))
 
 

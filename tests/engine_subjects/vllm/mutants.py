@@ -20,6 +20,7 @@ class VllmMutant(NamedTuple):
     # the model runner protocol its bug is in ("": any; on a release without that protocol,
     # its modes are searched in the one the release has)
     protocol: str = ""
+    drafts: bool = False  # searched with speculative decoding drawn (--features spec)
 
     def on(self, has: tuple[str, ...]) -> tuple[str, ...]:
         """Its modes on a release that has the modes `has` (empty: its bug's code path is
@@ -148,6 +149,46 @@ def readded_short(scheduler: Any) -> None:
     scheduler._make_cached_request_data = short
 
 
+# Of speculative decoding (issue 49), in the sync modes it is driven in: the drafts' rollback
+# and the drafts handed to the scheduler.
+
+
+def rejected_kept(scheduler: Any) -> None:
+    """Rejected drafts are not rolled back: update_from_output leaves num_computed_tokens
+    counting the draft positions the model did not accept."""
+    update = scheduler.update_from_output
+
+    def keep(out: Any, result: Any) -> Any:
+        before = {
+            n: scheduler.requests[n].num_computed_tokens
+            for n in out.scheduled_spec_decode_tokens
+            if n in scheduler.requests
+        }
+        made = update(out, result)
+        for name, computed in before.items():
+            request = scheduler.requests.get(name)
+            if request is not None and not request.is_finished():
+                request.num_computed_tokens = computed
+        return made
+
+    scheduler.update_from_output = keep
+
+
+def drafts_a_step_late(scheduler: Any) -> None:
+    """The drafts handed over after a step are kept back one step: each request is scheduled
+    the drafts proposed after the step before its last (stale drafts, each rejected)."""
+    hand = scheduler.update_draft_token_ids
+    late: dict[str, list[int]] = {}
+
+    def delayed(drafts: Any) -> None:
+        fresh = dict(zip(drafts.req_ids, drafts.draft_token_ids, strict=True))
+        drafts.draft_token_ids = [late.get(n, []) for n in drafts.req_ids]
+        late.update(fresh)
+        hand(drafts)
+
+    scheduler.update_draft_token_ids = delayed
+
+
 MUTANTS = (
     VllmMutant("double_free", "E3", "a block freed twice", double_free),
     VllmMutant("hit_stays_free", "E3", "a cache hit on a freed block left free", hit_stays_free),
@@ -191,5 +232,24 @@ MUTANTS = (
         readded_short,
         modes=("async-v1",),
         protocol="v1",
+    ),
+    # E13 sees the wasted step first: a request that counts its rejected drafts as computed
+    # has nothing left to compute, and waits for good
+    VllmMutant(
+        "rejected_kept",
+        "E5",
+        "rejected drafts not rolled back (speculative decoding)",
+        rejected_kept,
+        frozenset({"E13"}),
+        modes=("sync-v2",),
+        drafts=True,
+    ),
+    VllmMutant(
+        "drafts_a_step_late",
+        "E15",
+        "each request scheduled the drafts of the step before (speculative decoding)",
+        drafts_a_step_late,
+        modes=("sync-v2",),
+        drafts=True,
     ),
 )
