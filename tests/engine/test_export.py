@@ -6,11 +6,9 @@ engine; nano-vllm's and the toy engine's renderings), and says why where it writ
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +23,7 @@ from schedcheck.engine.export import fires, module_constants
 from schedcheck.engine.properties import POOL_PROBLEM, plain_pool, problem
 from schedcheck.engine.trace import Block, EngineTrace, Pool
 from tests.engine_subjects.catalogue import CORRECT, MUTANTS, SHAPES, checkout
+from tests.engine_subjects.exported import run_exported
 
 # A nano-vllm checkout has a config.py (the engine written here leaves it to the checker):
 # the exported test imports the fork's scheduler, which imports its Config
@@ -57,25 +56,7 @@ def repository(root: Path, into: Path) -> Path:
 
 def run_test(test: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The exported test run as its maintainers would: pytest alone, from the checkout."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:schedcheck.plugin",
-            str(test),
-        ],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_exported([test.resolve()], cwd, timeout=120)
 
 
 def export(args: list[str], out: Path, capfd: pytest.CaptureFixture[str]) -> str:

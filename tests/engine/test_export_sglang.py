@@ -20,9 +20,7 @@ import argparse
 import dataclasses
 import importlib.util
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,22 +39,13 @@ from schedcheck.engine.verdict import EngineVerdict, verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from schedcheck.invariants.violation import Violation
 from tests.engine.test_sglang import build, retracting
+from tests.engine_subjects.exported import run_exported
 from tests.engine_subjects.sglang.mutants import MUTANTS
 
 pytestmark = pytest.mark.sglang
 ROOT = Path(__file__).resolve().parent.parent.parent
 REQUIRE = "SCHEDCHECK_REQUIRE_SGLANG"
 CHECKS = active(frozenset(), SGLANG.policies_on)
-PYTEST = (
-    sys.executable,
-    "-m",
-    "pytest",
-    "-q",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:schedcheck.plugin",
-)
 
 # The mutant, put into SGLang's Scheduler once the test module has imported SGLang (on a
 # CPU install the test's stand-ins come first, so SGLang cannot be imported before it)
@@ -108,19 +97,7 @@ def sglang() -> Iterator[LocalEngine]:
 def run_tests(tests: list[Path], folder: Path, conftest: str) -> subprocess.CompletedProcess[str]:
     """The exported tests as SGLang's maintainers would run them: pytest alone, in a folder
     of their own (beside `conftest`)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for test in tests:
-        shutil.copy(test, folder / test.name)
-    (folder / "conftest.py").write_text(conftest)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(
-        [*PYTEST, *(t.name for t in tests)],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_exported(tests, folder, conftest, timeout=600)
 
 
 def written(verdict: EngineVerdict, setup_loop: str, sglang: LocalEngine, test: Path) -> str:

@@ -20,9 +20,7 @@ import dataclasses
 import importlib.metadata
 import importlib.util
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,22 +32,13 @@ from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
+from tests.engine_subjects.exported import run_exported
 from tests.engine_subjects.vllm.mutants import MUTANTS
 
 pytestmark = pytest.mark.vllm
 ROOT = Path(__file__).resolve().parent.parent.parent
 FINDINGS = ROOT / "findings"
 REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"
-PYTEST = (
-    sys.executable,
-    "-m",
-    "pytest",
-    "-q",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:schedcheck.plugin",
-)
 
 NOT_FIXED = (99,)  # no release has the fix yet: its test must fail on CI's release
 
@@ -95,17 +84,7 @@ def _installed() -> tuple[int, ...]:
 
 def run_test(test: Path, folder: Path) -> subprocess.CompletedProcess[str]:
     """The exported test as its maintainers run it: pytest alone, in a folder of its own."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(test, folder / test.name)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run(
-        [*PYTEST, test.name],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_exported([test], folder)
 
 
 def _two(modes: tuple[str, ...]) -> tuple[str, ...]:
