@@ -446,7 +446,7 @@ class Sandbox:
         except (EOFError, OSError):
             self._sync()
             return Failure(*self.where, self._death(*self.where))
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep to decode: not a trace either
             self._sync()
             self.stop()
             call = self.where[1]
