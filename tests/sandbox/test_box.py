@@ -5,11 +5,13 @@ equivalents, all at once, as root as CI runs. docs/isolation.md maps each threat
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -138,14 +140,22 @@ def test_without_namespaces_the_uid_is_swept(
     """The `uid` level (a container without namespaces): nothing kills a detached child
     when the worker ends but the sweep of the box's uid."""
     monkeypatch.setenv("SCHEDCHECK_NO_NAMESPACES", "1")
-    copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path, "detacher_uid_level")
+    # named for this process: another run of this test at the same time has other processes
+    name = f"detacher_uid_level_{os.getpid()}"
+    copy = renamed(HOSTILE / "detaches_a_child.py", tmp_path, name)
     worker = Isolated(copy, Limits())
-    worker.start()
-    assert worker.isolation == "uid"
-    assert "detached child running" in wait_for_the_child(worker)
-    assert len(processes_running("detacher_uid_level.py")) == 2  # the worker and its child
-    worker.stop()
-    assert processes_running("detacher_uid_level.py") == []
+    try:
+        worker.start()
+        assert worker.isolation == "uid"
+        assert "detached child running" in wait_for_the_child(worker)
+        assert len(processes_running(f"{name}.py")) == 2  # the worker and its child
+    finally:
+        worker.stop()
+    left = processes_running(f"{name}.py")
+    for pid in left:  # a failing run leaves nothing behind for the next
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []
 
 
 def _box(source: str, folder: Path, name: str) -> Isolated:
