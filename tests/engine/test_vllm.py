@@ -30,6 +30,7 @@ from schedcheck.engine.strategies import (
     DRAFTS_SOME,
     labels,
 )
+from schedcheck.engine.trace import UNDRIVABLE
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
@@ -49,6 +50,9 @@ def vllm() -> Iterator[LocalEngine]:
     engine = LocalEngine(VLLM, vllm_setup(None))
     yield engine
     engine.stop()
+
+
+ONE = EngineRequest("r1", (1, 2), 2)
 
 
 def release_modes() -> tuple[str, ...]:
@@ -134,8 +138,12 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
     vllm: LocalEngine, mutant: VllmMutant
 ) -> None:
     modes = mutant.on(release_modes())
-    if not modes:
-        pytest.skip(f"the release has no {mutant.protocol} protocol, where this bug would be")
+    if not modes:  # its protocol is gone from the release: a run in its mode is refused
+        alone = EngineWorkload(EngineConfig(4, 2, 1, 2, mode=mutant.modes[0]), (ONE,), 2)
+        refused = vllm.run(alone).failure
+        assert refused is not None and refused.check == UNDRIVABLE, refused
+        assert f"no {mutant.protocol} model runner" in refused.message, refused
+        return
     build(vllm).patch = mutant.patch
     checks = [c for c in CHECKS if c not in mutant.off]
     try:
