@@ -98,7 +98,8 @@ def _two(modes: tuple[str, ...]) -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def engine() -> Iterator[LocalEngine]:
     _installed()
-    every = vllm_setup(None, argparse.Namespace(async_scheduling=None, runner=None, modes="all"))
+    asked = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="spec")
+    every = vllm_setup(None, asked)
     both = dataclasses.replace(every, modes=_two(every.modes))
     local = LocalEngine(VLLM, both)
     yield local

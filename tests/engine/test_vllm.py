@@ -87,7 +87,9 @@ def test_speculative_decoding_passes_a_bounded_search_and_its_drafts_meet_every_
     draft_modes), every check holds, and steps are reached whose drafts were all accepted,
     none, some, and decodes with fewer drafts than asked (padding included)."""
     build(vllm).patch = None
-    every = vllm_setup(None, argparse.Namespace(async_scheduling=None, runner=None, modes="all"))
+    asked = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="spec")
+    every = vllm_setup(None, asked)
+    assert not vllm_setup(None).draft_modes  # none warmed up where --features names no spec
     features = every.features(VLLM.features)
     assert (
         features.drafts

@@ -59,13 +59,16 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
             # engine core looks at the device (0.11 to 0.2x)
             *((EARLY,) if has.looks_at_device and any(m.overlapped for m in modes) else ()),
         ),
-        # speculative decoding is driven in its sync modes so far: the run's protocol first
+        # speculative decoding is driven in its sync modes so far, the run's protocol first:
+        # where --features names it (its worker warms up only the modes a run draws)
         draft_modes=tuple(
             sorted(
                 (m.name for m in has.modes() if not m.overlapped),
                 key=lambda name: not name.endswith(modes[0].protocol),
             )
-        ),
+        )
+        if "spec" in (getattr(args, "features", None) or "")
+        else (),
         config={
             "async_default": has.overlaps_by_default,
             "protocol_default": has.protocol_by_default,
