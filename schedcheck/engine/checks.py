@@ -381,7 +381,7 @@ def check_e12(trace: EngineTrace) -> Iterator[Violation]:
             have = copy.token_ids or ()
             # draft positions are verified, not trusted: a -1 there is vLLM's padding of a
             # decode to 1 + num_speculative_tokens, rejected by the sampler
-            own = min(end, len(have), len(seq.token_ids) - seq.drafts)
+            own = min(end, len(have), len(seq.own))
             unknown = [p for p in range(start, own) if have[p] == UNKNOWN]
             if unknown:
                 yield Violation(
@@ -491,19 +491,16 @@ def check_e15(trace: EngineTrace) -> Iterator[Violation]:
         return
     for step in trace.steps:
         for seq in step.scheduled:
-            if not seq.drafts:
+            if not seq.drafts or seq.padded:
                 continue
-            known = len(seq.token_ids) - seq.drafts
-            drafts, fresh = seq.token_ids[known:], w.propose(seq.token_ids[:known])
-            if all(t == UNKNOWN for t in drafts):
-                continue  # padding (vLLM's -1 rows of a decode padded to 1 + drafts)
+            drafts, fresh = seq.draft_tokens, w.propose(seq.own)
             if drafts != fresh[: len(drafts)]:
                 yield Violation(
                     "E15",
                     step.step,
                     "schedule()",
                     f"{seq.name} is scheduled the drafts {list(drafts)}, but those proposed for "
-                    f"its {known} tokens are {list(fresh)}: stale drafts",
+                    f"its {len(seq.own)} tokens are {list(fresh)}: stale drafts",
                     (seq.name,),
                 )
                 return  # the first stale draft tells the story

@@ -20,7 +20,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
-from schedcheck.engine.trace import UNKNOWN, EngineStep, EngineTrace, Pool
+from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
 MAX_REQUESTS = 5
@@ -239,14 +239,12 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
     if not w.drafts:
         return seen
     for seq in step.scheduled:
-        known = len(seq.token_ids) - seq.drafts
-        if seq.num_cached + seq.num_scheduled < known:
+        if seq.num_cached + seq.num_scheduled < len(seq.own):
             continue  # a prefill chunk short of its end: no drafts, none asked
-        padding = all(t == UNKNOWN for t in seq.token_ids[known:])  # vLLM's -1 rows
-        if seq.drafts < w.drafts or padding:
+        if seq.drafts < w.drafts or seq.padded:
             seen.add(DRAFTS_FEW)
-        if seq.drafts and not padding:
-            accepted = len(w.verify(seq.token_ids[:known], seq.token_ids[known:])) - 1
+        if seq.drafts and not seq.padded:
+            accepted = len(w.verify(seq.own, seq.draft_tokens)) - 1
             seen.add(
                 DRAFTS_ALL
                 if accepted == seq.drafts

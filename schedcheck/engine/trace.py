@@ -29,6 +29,21 @@ class Scheduled(NamedTuple):
     # computes after the request's own (scheduled for it, not yet verified)
     drafts: int = 0
 
+    @property
+    def own(self) -> tuple[int, ...]:
+        """Its tokens before the drafts: those it knows and those in flight."""
+        return self.token_ids[: len(self.token_ids) - self.drafts]
+
+    @property
+    def draft_tokens(self) -> tuple[int, ...]:
+        return self.token_ids[len(self.token_ids) - self.drafts :]
+
+    @property
+    def padded(self) -> bool:
+        """Its drafts are placeholders, not drafts proposed: vLLM pads a one-token
+        admission to 1 + num_speculative_tokens rows of -1, which the sampler rejects."""
+        return bool(self.drafts) and all(t == UNKNOWN for t in self.draft_tokens)
+
 
 class Copy(NamedTuple):
     """What pickle.loads(pickle.dumps(seq)) held; None where the copy had no such field.
