@@ -6,7 +6,9 @@ its CPU time so far. The parent reads the page only when a reply is late, so a c
 no message: the per-call deadline stays exact without a round of messages per call.
 
 A seqlock keeps a read whole: the worker makes the counter odd, writes, makes it even; a
-reader retries while it is odd or changed under it. Like a heartbeat message before it,
+reader retries while it is odd or changed under it; a page still torn after its tries is a
+worker that lost its core in mid-beat, which the parent takes for a call beginning
+(Sandbox._sync). Like a heartbeat message before it,
 what the page says is the worker's claim: a submission that forges it only delays its
 own verdict (the CPU-time limit and the starved-call cap still hold).
 """

@@ -186,6 +186,7 @@ class Sandbox:
         self._worker_pid: tuple[int, int] | None = None  # (process started, its worker)
         self.board: Board | None = None  # the worker's heartbeat page
         self._seen = 0  # the board's counter when last read
+        self._torn = False  # the board's last read found a beat being written (_sync)
         self._beat_limit: int | None = None  # the counter no honest worker passes (_send)
         self._spent = 0.0  # what stopped workers used of a time budget (`used`)
         self._born = time.monotonic()
@@ -223,7 +224,7 @@ class Sandbox:
         env["PYTHONHASHSEED"] = "0"
         uid = "-" if self.lease is None else str(self.lease.uid)
         page = board_fd()
-        self.board, self._seen = Board(page), 0
+        self.board, self._seen, self._torn = Board(page), 0, False
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -404,7 +405,9 @@ class Sandbox:
                     ),
                 )
             ) from None
-        self.call_started = time.monotonic()  # until the board names the call it starts
+        # Until the board names the call it starts, the worker is in our code (reading the
+        # command): timed from now, its CPU from now, so a busy machine excuses it (_starved).
+        self.call_started, self.call_cpu = time.monotonic(), self._worker_cpu()
         self._wait = self._first_wait()
         # The worker beats once per call: more beats than calls are the submission's doing
         # (it found the page and keeps a sleeping call alive). Capped, it cannot hang us.
@@ -493,9 +496,22 @@ class Sandbox:
         return stack.loop(samples), stack.describe(samples[0], self._copy, self.path)
 
     def _sync(self) -> None:
-        """Take the call the worker is in from its heartbeat board, if a new one began."""
+        """Take the call the worker is in from its heartbeat board, if a new one began.
+
+        A page still torn after Board.read's tries is a beat being written by a worker
+        that lost its core in mid-write (a busy machine: seen with a marathon's tens of
+        thousands of beats a second, where the one read at the deadline found it so): a
+        call is beginning, timed from now. Only the first torn read in a row counts so: a
+        page kept torn (a submission writing it) gains one timeout, then _starved judges."""
         beat = None if self.board is None else self.board.read()
-        if beat is None or beat.counter <= self._seen:
+        if beat is None:
+            if self.board is not None and not self._torn:
+                self._torn = True
+                self.call_started, self.call_cpu = time.monotonic(), self._worker_cpu()
+                self._wait = self._first_wait()
+            return
+        self._torn = False
+        if beat.counter <= self._seen:
             return  # nothing new; a counter that went back is not believed either
         self._seen = beat.counter
         self._wait = self._first_wait()  # a new call: its own deadline
@@ -539,12 +555,14 @@ class Sandbox:
         if time.monotonic() - self.call_started > STARVED_CAP * self._wait:
             return False
         fields = proc_stat(self.worker_pid())
-        try:
-            state, ticks = fields[0], int(fields[11]) + int(fields[12])  # utime + stime
-        except (IndexError, ValueError):
+        cpu = _cpu(fields)
+        if cpu is None:
             return False
-        used = ticks / os.sysconf("SC_CLK_TCK") - self.call_cpu
-        return state in ("R", "D") and used < self._wait / 2
+        return fields[0] in ("R", "D") and cpu - self.call_cpu < self._wait / 2
+
+    def _worker_cpu(self) -> float | None:
+        """The worker's CPU seconds so far, as the kernel counts them (None: unreadable)."""
+        return None if self.proc is None else _cpu(proc_stat(self.worker_pid()))
 
     def _memory_note(self) -> str:
         """Say so when a hung worker was filling its memory cap: a hog, not a loop."""
@@ -648,6 +666,14 @@ def _not_python(folder: str, names: list[str]) -> list[str]:
 
 
 _PROC = Path("/proc/self/stat").exists()
+
+
+def _cpu(fields: list[str]) -> float | None:
+    """CPU seconds (utime + stime) from proc_stat's fields, None where they are not there."""
+    try:
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError):
+        return None
 
 
 def proc_stat(pid: int | None) -> list[str]:

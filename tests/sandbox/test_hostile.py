@@ -4,6 +4,7 @@ project untouched. These check the isolation itself and do not depend on `--impl
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import pytest
 from schedcheck.drive.isolated import Isolated
 from schedcheck.faults import SubmissionError
 from schedcheck.sandbox import uids
+from schedcheck.sandbox.beat import Board, board_fd
 from schedcheck.sandbox.process import Limits, proc_stat
 from schedcheck.verdict.verify import verify
 from tests.catalogue import standalone
@@ -224,6 +226,34 @@ def test_a_call_starved_of_cpu_is_not_a_hung_call() -> None:
         for proc in (spinning, sleeping):
             proc.kill()
             proc.wait()
+
+
+def test_a_beat_being_written_when_the_page_is_read_is_a_call_beginning() -> None:
+    """A worker that lost its core in mid-beat leaves the page torn (odd counter) for as long
+    as it waits: seen in CI, a correct marathon (50,000 beats a second) read once at the
+    deadline, torn, was a hung call. A torn read is a call beginning now; one kept torn (a
+    submission writing the page) gains a single timeout, then the CPU it burns tells."""
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    worker = Isolated(HOSTILE / "infinite_loop.py", Limits(call_timeout=0.2))
+    worker.board = Board(board_fd())
+    try:
+        time.sleep(0.6)  # the spinner has used about 0.6 s of CPU now
+        worker.proc = spinning  # type: ignore[assignment]
+        worker.call_started, worker.call_cpu = time.monotonic() - 1, 0.0  # long past due
+        assert worker._left() < 0 and not worker._starved()  # read whole: a hang
+        struct.pack_into("<Q", worker.board.page, 0, 7)  # a beat in mid-write
+        worker._sync()
+        assert worker._left() > 0.15  # a call beginning: its own timeout from now
+        time.sleep(0.25)  # the spinner burns more than half the timeout meanwhile
+        worker._sync()  # still torn: no second timeout
+        assert worker._left() < 0 and not worker._starved()
+        worker.board.write(3, "update()", time.monotonic(), 0.0)  # the page whole again
+        worker._sync()
+        assert worker.where == (3, "update()") and worker._left() > 0.15
+    finally:
+        spinning.kill()
+        spinning.wait()
+        worker.board.close()
 
 
 def test_a_worker_that_used_half_its_cpu_limit_is_replaced() -> None:
