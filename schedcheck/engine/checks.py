@@ -309,9 +309,11 @@ def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) 
         said = f"{first} {copy.num_cached}" + (f", {second} {copy.num_scheduled}" if second else "")
         return f"{said}: positions {theirs[0]}..{sum(theirs) - 1}, not {start}..{end - 1}"
     have = copy.token_ids or ()
-    # a placeholder (-1) where a token should be is E12's to report
+    # a placeholder (-1) where a token should be is E12's to report; where the scheduler
+    # holds one (a draft the worker keeps), whatever the runner holds is its own
     if any(
-        p >= len(have) or have[p] not in (seq.token_ids[p], UNKNOWN)
+        p >= len(have)
+        or (seq.token_ids[p] != UNKNOWN and have[p] not in (seq.token_ids[p], UNKNOWN))
         for p in range(start, min(end, size))
     ):
         shown = "no tokens" if copy.token_ids is None else f"tokens {list(have)}"

@@ -12,13 +12,17 @@ Where a block's hash names a prefix (vLLM's prefix cache), the KV is checked whe
 promised too: after every step's update, each block the prefix cache indexes holds, in
 every slot, the KV of that prefix's position, since any later request with that prefix
 may be handed the block and read it without computing it.
+
+A draft position holds the draft the runner computed there: the scheduler's own where it
+sent the drafts, the runner's where the scheduler sent placeholders for drafts the worker
+keeps (vLLM's v2 runner): those are what the step wrote, and what it attends to.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.engine.trace import EngineTrace, Pool, Scheduled
+from schedcheck.engine.trace import EngineTrace, Pool, Scheduled, computed_on
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
 
@@ -34,17 +38,19 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
     for step in trace.steps:
         # nano-vllm's decode writes into the table's last block, whatever p says
         last = runner.decode == "last-block" and not step.is_prefill
-        for seq in step.scheduled:
+        copies = (*step.copies, *[None] * len(step.scheduled))  # a failed step has fewer
+        computed = [computed_on(seq, copies[i]) for i, seq in enumerate(step.scheduled)]
+        for seq, tokens in zip(step.scheduled, computed, strict=True):
             start, end = span(seq)
-            for p in range(start, min(end, len(seq.token_ids))):
+            for p in range(start, min(end, len(tokens))):
                 slot = _last_slot(seq, p, bs) if last else _slot(seq, p, bs)
                 if slot is not None:
-                    slots[slot] = (p, seq.token_ids[: p + 1], seq.name, step.step)
-        for seq in step.scheduled:
+                    slots[slot] = (p, tokens[: p + 1], seq.name, step.step)
+        for seq, tokens in zip(step.scheduled, computed, strict=True):
             _, end = span(seq)
-            for q in range(min(end, len(seq.token_ids))):
+            for q in range(min(end, len(tokens))):
                 slot = _slot(seq, q, bs)
-                want = seq.token_ids[: q + 1]
+                want = tokens[: q + 1]
                 found = slots.get(slot) if slot is not None else None
                 if holds(found, q, want):
                     continue

@@ -20,7 +20,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
-from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
+from schedcheck.engine.trace import UNKNOWN, EngineStep, EngineTrace, Pool, computed_on
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
 MAX_REQUESTS = 5
@@ -238,13 +238,16 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
     w = trace.workload
     if not w.drafts:
         return seen
-    for seq in step.scheduled:
+    copies = (*step.copies, *[None] * len(step.scheduled))
+    for i, seq in enumerate(step.scheduled):
         if seq.num_cached + seq.num_scheduled < len(seq.own):
             continue  # a prefill chunk short of its end: no drafts, none asked
-        if seq.drafts < w.drafts or seq.padded:
+        # the drafts the runner computed: the scheduler's, or its own (kv.computed_on)
+        drafts = computed_on(seq, copies[i])[len(seq.own) :]
+        if seq.drafts < w.drafts or UNKNOWN in drafts:
             seen.add(DRAFTS_FEW)
-        if seq.drafts and not seq.padded:
-            accepted = len(w.verify(seq.own, seq.draft_tokens)) - 1
+        if drafts and UNKNOWN not in drafts:
+            accepted = len(w.verify(seq.own, drafts)) - 1
             seen.add(
                 DRAFTS_ALL
                 if accepted == seq.drafts

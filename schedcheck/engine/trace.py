@@ -58,6 +58,16 @@ class Copy(NamedTuple):
     num_tokens: int | None = None  # len(seq) as the copy has it
 
 
+def computed_on(seq: Scheduled, copy: Copy | None) -> tuple[int, ...]:
+    """The tokens `seq`'s step computes on, its drafts the runner's where the scheduler
+    holds placeholders for them (-1: the worker keeps its drafts)."""
+    if not seq.padded or copy is None or copy.token_ids is None:
+        return seq.token_ids
+    own = len(seq.own)
+    drafts = copy.token_ids[own : own + seq.drafts]
+    return seq.own + drafts if len(drafts) == seq.drafts else seq.token_ids
+
+
 class Block(NamedTuple):
     """A KV block: nano-vllm's token_ids are the block's own tokens; vLLM's hash names a
     whole prefix, and token_ids are that prefix (read back through our hash function)."""

@@ -46,6 +46,7 @@ class _Built:
         core = Core(
             bool(setup.config.get("looks_at_device", False)),
             bool(setup.config.get("eager_aborts", False)),
+            bool(setup.config.get("every_draft", False)),
         )
         return run_vllm(self.build, workload, Mode.parse(setup.modes[0]), core, beat)
 

@@ -190,9 +190,10 @@ class Build:
             policy=c.policy,
         )
         cache_config = v.CacheConfig(block_size=c.block_size, enable_prefix_caching=True)
-        if workload.drafts and mode.overlapped:
+        if workload.drafts and mode.overlapped and mode.protocol == "v1":
             raise NoSuchMode(
-                f"speculative decoding is driven in vLLM's sync modes only so far, not {mode.name}"
+                "speculative decoding is driven in vLLM's sync modes and async-v2 so far, "
+                f"not {mode.name}"
             )
         vllm_config = v.VllmConfig(
             model_config=model_config,

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, TypeVar
 from schedcheck.engine.run import Run, Stop
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
+    UNKNOWN,
     Block,
     Copy,
     EngineFailure,
@@ -40,7 +41,7 @@ from schedcheck.engine.trace import (
 )
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build, Hashes, NoSuchMode
-from schedcheck.engine.vllm.modes import Mode
+from schedcheck.engine.vllm.modes import Mode, drives_drafts
 from schedcheck.engine.vllm.runners import PROTOCOLS, ShortOutput
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
@@ -66,6 +67,9 @@ class Core(NamedTuple):
 
     looks_at_device: bool = False  # updates a batch at once where the device finished it
     eager_aborts: bool = False  # takes an abort landing during a step before its update
+    # with speculative decoding in sync mode, its v2 runner tells the scheduler the draft
+    # width of every request it holds drafts for (0.34), not only the last batch's
+    every_draft: bool = False
 
 
 PLAIN_CORE = Core()
@@ -114,7 +118,7 @@ def warm(build: Build, modes: list[Mode]) -> None:
     (RuntimeError naming what failed)."""
     drafting = [replace(w, drafts=2, draft_miss_per_8=4) for w in WARM]
     for mode in modes:
-        for workload in (*WARM, *(() if mode.overlapped else drafting)):
+        for workload in (*WARM, *(drafting if drives_drafts(mode) else ())):
             failure = run_vllm(build, workload, mode).failure
             if failure is not None:
                 raise RuntimeError(
@@ -131,6 +135,9 @@ class Batch(NamedTuple):
     order: list[str]
     sampled: dict[str, tuple[int, ...]]  # the tokens the runner kept, by request
     dropped: set[str]  # requests whose output vLLM drops (preempted by a prefix-cache reset)
+    # the drafts the runner rejected, by request: positions the scheduler counts as computed
+    # (and, async, in flight) until the update rolls them back
+    rejected: dict[str, int]
 
 
 class VllmDriver:
@@ -271,7 +278,11 @@ class VllmDriver:
 
         done = self.model_runner(lambda: self.runner.execute(order, out, sample))
         kept = {n: t for n, t, k in zip(order, done.sampled, done.kept, strict=True) if k}
-        batch = Batch(out, order, kept, set())
+        drafts = {v.name: v.drafts for v in views}
+        batch = Batch(out, order, kept, set(), {n: drafts[n] + 1 - len(t) for n, t in kept.items()})
+        if self.workload.drafts and self.runner.keeps_drafts:  # its proposer, after the step
+            for name in kept:
+                self.runner.propose(name, self.workload.propose(self.runner.held(name)))
         # the scheduler's state after schedule() (the runner touched none of it), this
         # batch's tokens in flight with the others'
         before = read("schedule()", lambda: self.pool(batch))
@@ -294,7 +305,7 @@ class VllmDriver:
         update = self.scheduler.update_from_output
         run.call("update_from_output()", lambda: update(batch.out, output))
         if self.workload.drafts and not self.mode.overlapped:
-            self.propose(batch)
+            self.propose(batch)  # async: the worker keeps its drafts; the scheduler pads
         after = run.read("update_from_output()", self.pool)
         run.steps[-1] = replace(run.steps[-1], after_postprocess=after)
 
@@ -305,9 +316,13 @@ class VllmDriver:
         if not batch.order:
             return  # no model ran: nothing proposed
         held = self.runner.held
-        proposed = {
-            n: self.workload.propose(held(n)) if n in batch.sampled else () for n in batch.order
-        }
+        if self.runner.keeps_drafts:  # only their width, as placeholders (v2 runner)
+            names = self.runner.drafting() if self.core.every_draft else batch.order
+            proposed = {n: (UNKNOWN,) * self.workload.drafts for n in names}
+        else:
+            proposed = {
+                n: self.workload.propose(held(n)) if n in batch.sampled else () for n in batch.order
+            }
         drafts = self.run.read("update_draft_token_ids()", lambda: self.build.drafts(proposed))
         self.run.call(
             "update_draft_token_ids()", lambda: self.scheduler.update_draft_token_ids(drafts)
@@ -328,16 +343,15 @@ class VllmDriver:
         step's count, less that count), its block ids in the KV cache manager."""
         request, n = self.requests[name], int(out.num_scheduled_tokens[name])
         table = self.scheduler.kv_cache_manager.get_block_ids(name)[0]
-        flight = [
-            token
-            for b in reversed(self.queue)
-            if name in b.sampled and name not in b.dropped
-            for token in b.sampled[name]
-        ]
+        landing = [b for b in reversed(self.queue) if name in b.sampled and name not in b.dropped]
+        flight = [token for b in landing for token in b.sampled[name]]
+        # drafts in flight that the runner rejected: async scheduling counts them computed
+        # until the update rolls them back, and the runner starts before them (its own count)
+        rejected = sum(b.rejected[name] for b in landing)
         drafts = [int(t) for t in out.scheduled_spec_decode_tokens.get(name, ())]
         return Scheduled(
             name,
-            int(request.num_computed_tokens) - n,
+            int(request.num_computed_tokens) - n - rejected,
             n,
             (*(int(t) for t in request.all_token_ids), *flight, *drafts),
             tuple(int(b) for b in table),
@@ -345,11 +359,13 @@ class VllmDriver:
         )
 
     def in_flight(self, name: str, extra: Batch | None = None) -> int:
-        """The tokens `name` has in flight: sampled in batches not yet updated, which vLLM
-        does not drop."""
+        """The positions `name` has in flight: tokens sampled in batches not yet updated,
+        which vLLM does not drop, and the drafts they rejected (counted until the update)."""
         batches = [*self.queue, *([extra] if extra is not None else [])]
         return sum(
-            len(b.sampled[name]) for b in batches if name in b.sampled and name not in b.dropped
+            len(b.sampled[name]) + b.rejected[name]
+            for b in batches
+            if name in b.sampled and name not in b.dropped
         )
 
     def pool(self, extra: Batch | None = None) -> Pool:

@@ -60,19 +60,22 @@ class Core:
 
     def __init__(self, scheduler):
         self.scheduler, self.requests = scheduler, {}
-        self.queue = deque()  # (output, {name: token sampled}, names dropped), oldest right
+        # (output, {name: tokens sampled}, names dropped, {name: drafts rejected}), oldest
+        # right
+        self.queue = deque()
+        self.held = {}  # WORKER_DRAFTS: the drafts the runner keeps for each request
         self.landing, self.again = [], []  # aborts landing during a step, then again after
         self.scheduled = {}  # the last schedule(): name -> [start, count, tokens, blocks]
         self.hasher = get_request_block_hasher(BLOCK_SIZE, block_hash)
 
+    def pending(self, name):
+        """The steps not yet updated whose output for `name` lands: (tokens, rejected)."""
+        return [(s[name], r[name]) for _, s, dropped, r in reversed(self.queue)
+                if name in s and name not in dropped]
+
     def flight(self, name):
         """The tokens `name` has in flight: sampled in steps not yet updated."""
-        return [
-            t
-            for _, s, dropped in reversed(self.queue)
-            if name in s and name not in dropped
-            for t in s[name]
-        ]
+        return [t for tokens, _ in self.pending(name) for t in tokens]
 
     def finish(self, names):
         for name in names:
@@ -102,21 +105,34 @@ class Core:
         return total > 0 or self.has_requests()
 
     def compute(self, out):
-        self.scheduled, sampled = {}, {}
+        self.scheduled, sampled, rejected = {}, {}, {}
+        if WORKER_DRAFTS:  # the v2 runner's rows: a request added (or re-added) zeroed
+            for name in {*out.finished_req_ids, *(getattr(out, "preempted_req_ids", None) or ())}:
+                self.held.pop(name, None)
+            for new in out.scheduled_new_reqs:
+                self.held[new.req_id] = [0] * SPEC
         for name, count in out.num_scheduled_tokens.items():
             tokens = [*self.requests[name].all_token_ids, *self.flight(name)]
             drafts = list(out.scheduled_spec_decode_tokens.get(name, ()))  # computed after
-            start = self.requests[name].num_computed_tokens - count  # schedule() advanced it
+            if WORKER_DRAFTS and drafts:  # sent as -1s: the runner computes its own
+                drafts = (self.held.get(name, []) + [-1] * len(drafts))[: len(drafts)]
+            # schedule() advanced num_computed_tokens, counting the drafts in flight too
+            start = self.requests[name].num_computed_tokens - count
+            start -= sum(r for _, r in self.pending(name))  # those rejected: not computed
             blocks = list(self.scheduler.kv_cache_manager.get_block_ids(name)[0])
             self.scheduled[name] = [start, count, len(tokens) + len(drafts), blocks]
             if drafts and start + count >= len(tokens) + len(drafts):
                 sampled[name] = verify(tokens, drafts)
             elif start + count >= len(tokens):
                 sampled[name] = [NEXT[tuple(tokens[: start + count])]]
-        return out, sampled, set()
+            if name in sampled:
+                rejected[name] = len(drafts) + 1 - len(sampled[name])
+                if WORKER_DRAFTS:  # its proposer, after the step
+                    self.held[name] = list(DRAFTS.get(tuple(tokens + sampled[name]), []))
+        return out, sampled, set(), rejected
 
     def update(self, batch, seen):
-        out, sampled, _ = batch
+        out, sampled, _, _ = batch
         if self.landing:  # the aborts that landed during the step, before its update
             self.scheduler.finish_requests(self.landing, RequestStatus.FINISHED_ABORTED)
             self.again, self.landing = self.landing, []
@@ -131,7 +147,8 @@ class Core:
             if not r.is_finished():
                 status = "RUNNING" if r.status == RequestStatus.RUNNING else "WAITING"
                 placeholders = getattr(r, "num_output_placeholders", 0)
-                progress[name] = [r.num_computed_tokens, placeholders, len(self.flight(name)),
+                in_flight = sum(len(t) + rejected for t, rejected in self.pending(name))
+                progress[name] = [r.num_computed_tokens, placeholders, in_flight,
                                   len(r.all_token_ids), status]
         running = [r.request_id for r in self.scheduler.running]
         return {"scheduled": self.scheduled, "running": running, "progress": progress}
@@ -175,6 +192,14 @@ SPECULATIVE = """speculative = SpeculativeConfig(
 PROPOSE = """drafts = [list(DRAFTS[tuple(self.requests[n].all_token_ids)]) if n in sampled else []
                   for n in order]
         self.scheduler.update_draft_token_ids(DraftTokenIds(order, drafts))
+        """
+
+# The same with a v2 runner, which keeps its drafts: the scheduler is told only how many
+# (-1s), for the step's requests or (EVERY_DRAFT) every request the runner holds drafts for
+PROPOSE_HELD = """names = list(self.held) if EVERY_DRAFT else order
+        if order:  # a step that ran the model
+            drafts = DraftTokenIds(names, [[-1] * SPEC for _ in names])
+            self.scheduler.update_draft_token_ids(drafts)
         """
 
 BUILD = """folder = Path(tempfile.mkdtemp())
@@ -231,7 +256,7 @@ RESET = """running = {r.request_id for r in engine.scheduler.running}
 reset = engine.scheduler.reset_prefix_cache
 if "reset_running_requests" in inspect.signature(reset).parameters:
     reset(reset_running_requests=True)  # vLLM drops what they have in flight
-    for _, _, dropped in engine.queue:
+    for _, _, dropped, _ in engine.queue:
         dropped.update(running)
 else:  # before 0.14: cleared only where no request holds a block
     reset()"""
@@ -295,12 +320,18 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     ]
     if looks:
         facts.append(f"EARLY = {set(w.early) or 'set()'}  # steps the device finished first")
+    held = bool(w.drafts) and mode.protocol == "v2"
+    facts.append(f"WORKER_DRAFTS = {held}  # the v2 runner keeps its drafts; -1s are sent")
+    if held:
+        every = bool(setup.config.get("every_draft", False))
+        facts.append(f"EVERY_DRAFT = {every}  # it reports every request it drafts for")
+    propose = "" if not w.drafts or mode.overlapped else PROPOSE_HELD if held else PROPOSE
     release = _release(setup)
     return Rendered(
         engine=release,
         title=f"vLLM {release.removeprefix('vllm==')} ({mode.name})" if "==" in release else "",
         imports=_imports(imported, bool(w.drafts)) + "\n" + "\n".join(facts),
-        helpers=CORE.strip().replace("{propose}", PROPOSE if w.drafts else ""),
+        helpers=CORE.strip().replace("{propose}", propose),
         build_body=BUILD.replace("{cls}", cls)
         .replace("{speculative}", SPECULATIVE if w.drafts else "")
         .replace("{spec_arg}", "\n    speculative_config=speculative," if w.drafts else ""),

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ARCHITECTURE", "Mode", "Release", "release", "v2_only"]
+__all__ = ["ARCHITECTURE", "Mode", "Release", "drives_drafts", "release", "v2_only"]
 
 ARCHITECTURE = "LlamaForCausalLM"  # the model the harness configures (build.py's MODEL)
 
@@ -65,6 +65,10 @@ class Release:
     # its engine core takes an abort that lands during a step just before the step's
     # update (`aborts_queue`, `_process_aborts_queue`), as well as between steps
     eager_aborts: bool = False
+    # with speculative decoding, its v2 runner's DraftTokensHandler keeps the draft width of
+    # every request it holds drafts for (`_draft_tokens_by_req`, 0.34), which a sync engine
+    # core hands the scheduler after each step; before, only the last batch's
+    every_draft: bool = False
 
     def modes(self) -> list[Mode]:
         """Every mode it has, its default first."""
@@ -112,7 +116,15 @@ def release(root: Path) -> Release:
         "v2" if v2_by_default else "v1",
         ".done()" in step,
         "_process_aborts_queue" in core,
+        "_draft_tokens_by_req"
+        in _text(package / "v1" / "worker" / "gpu" / "spec_decode" / "utils.py"),
     )
+
+
+def drives_drafts(mode: Mode) -> bool:
+    """Whether schedcheck drives speculative decoding in `mode`: every mode but async-v1,
+    whose runner corrects the scheduler's optimistic positions in ways not simulated yet."""
+    return not (mode.overlapped and mode.protocol == "v1")
 
 
 def v2_only(package: Path) -> bool:

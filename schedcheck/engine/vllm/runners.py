@@ -52,6 +52,8 @@ class Executed(NamedTuple):
     kept: tuple[bool, ...]
 
 
+ROW = 8  # a request's row of drafts in the v2 runner: num_speculative_tokens at most
+
 Sample = Callable[[str, Copy, int], tuple[int, ...]]
 """The model's tokens for a request after a step computed `Copy.token_ids` at its positions,
 the last `drafts` of them drafts to verify (the driver's: the positions before them are
@@ -79,15 +81,35 @@ class ModelRunner(Protocol):
         """The tokens it holds for `name` (what its proposer drafts from)."""
         ...
 
+    keeps_drafts: bool
+    """Whether it computes on drafts it keeps itself (v2), not on those the SchedulerOutput
+    sends (v1): its scheduler is sent placeholders (-1) for them."""
+
+    def propose(self, name: str, drafts: tuple[int, ...]) -> None:
+        """Keep the drafts its proposer made for `name` after a step (where keeps_drafts)."""
+        ...
+
+    def drafting(self) -> list[str]:
+        """The requests it holds drafts for (where keeps_drafts), in the order it got them."""
+        ...
+
 
 class _Runner:
     """What both runners keep per request."""
+
+    keeps_drafts = False
 
     def __init__(self, overlapped: bool) -> None:
         self.overlapped = overlapped
         self.tables: dict[str, list[int]] = {}
         self.tokens: dict[str, list[int]] = {}
         self.starts: dict[str, int] = {}
+
+    def propose(self, name: str, drafts: tuple[int, ...]) -> None:
+        """v1 keeps none: the engine core hands them to the scheduler, which sends them."""
+
+    def drafting(self) -> list[str]:
+        return []
 
     def held(self, name: str) -> tuple[int, ...]:
         """The tokens it holds for `name` (what its proposer drafts from)."""
@@ -204,11 +226,34 @@ class V1Runner(_Runner):
 
 
 class V2Runner(_Runner):
-    """vLLM's v2 GPU model runner (`finish_requests`, `add_requests`, `update_requests`)."""
+    """vLLM's v2 GPU model runner (`finish_requests`, `add_requests`, `update_requests`,
+    `post_update`). Its state is its own: the position a request's next step starts at
+    (`req_states.num_computed_tokens`, set when the request is added, then advanced by each
+    step's count less the drafts it rejected; a cached request's num_computed_tokens from
+    the scheduler only updates a CPU mirror, which async scheduling with drafts makes
+    optimistic), and its drafts (`req_states.draft_tokens`, zeroed when the request is
+    added, written by its proposer after each step): a step scheduling k draft positions
+    for a request computes the first k of those, whatever the SchedulerOutput holds there
+    (-1 placeholders: the scheduler is only told how many, `DraftTokensHandler`)."""
+
+    keeps_drafts = True
 
     def __init__(self, overlapped: bool) -> None:
         super().__init__(overlapped)
         self.prefill: dict[str, int] = {}  # prefill_len: the tokens it was given
+        self.drafts: dict[str, tuple[int, ...]] = {}  # its proposer's, by request
+
+    def forget(self, name: str) -> None:
+        super().forget(name)
+        self.prefill.pop(name, None)
+        self.drafts.pop(name, None)
+
+    def propose(self, name: str, drafts: tuple[int, ...]) -> None:
+        if name in self.tokens:
+            self.drafts[name] = drafts
+
+    def drafting(self) -> list[str]:
+        return list(self.drafts)
 
     def receive(self, out: Any) -> list[str]:
         preempted = getattr(out, "preempted_req_ids", None) or set()
@@ -221,29 +266,44 @@ class V2Runner(_Runner):
             self.tokens[new.req_id] = tokens
             self.prefill[new.req_id] = len(tokens)
             self.starts[new.req_id] = new.num_computed_tokens
+            self.drafts[new.req_id] = (0,) * ROW  # its row zeroed
         cached = out.scheduled_cached_reqs
         for i, name in enumerate(cached.req_ids):
             self.known(name, "a cached request")
             blocks = cached.new_block_ids[i]
             if blocks is not None:
                 self.tables.setdefault(name, []).extend(blocks[0])
-            self.starts[name] = cached.num_computed_tokens[i]
         return [str(name) for name in out.num_scheduled_tokens]
 
+    def _own_drafts(self, out: Any, name: str) -> list[int]:
+        """The drafts a step computes for `name`: as many as the SchedulerOutput schedules,
+        taken from its own; a row its proposer never wrote holds 0 (zeroed when added), a
+        position past what it proposed -1 (vLLM's n-gram speculator fills it with the last
+        token: either is a draft the sampler rejects unless the model agrees, so the value
+        only changes how many are accepted)."""
+        count = len(out.scheduled_spec_decode_tokens.get(name, ()))
+        own = self.drafts.get(name, ())
+        return [*own[:count], *[UNKNOWN] * (count - len(own))]
+
     def execute(self, order: list[str], out: Any, sample: Sample) -> Executed:
-        copies, sampled, kept = [], [], []
+        copies, sampled, kept, used = [], [], [], []
         for name in order:
             n = int(out.num_scheduled_tokens[name])
-            drafts = _drafts(out, name)
+            drafts = self._own_drafts(out, name)
             copy, tokens = self.compute(name, list(self.tokens[name]), n, sample, drafts)
             copies.append(copy)
             sampled.append(tokens)
             kept.append(self.starts[name] + n >= self.prefill[name])
-        for name, tokens, keep in zip(order, sampled, kept, strict=True):
+            used.append(len(drafts))
+        for name, tokens, keep, count in zip(order, sampled, kept, used, strict=True):
+            n = int(out.num_scheduled_tokens[name])
+            rejected = 0
             if keep:  # written after the positions computed (its own, not the drafts)
-                end = self.starts[name] + int(out.num_scheduled_tokens[name])
-                del self.tokens[name][end - len(_drafts(out, name)) :]
+                end = self.starts[name] + n
+                del self.tokens[name][end - count :]
                 self.tokens[name].extend(tokens)
+                rejected = count - (len(tokens) - 1)
+            self.starts[name] += n - rejected  # post_update: query_len - num_rejected
         return Executed(tuple(copies), tuple(sampled), tuple(kept))
 
 

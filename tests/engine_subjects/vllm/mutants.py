@@ -189,6 +189,21 @@ def drafts_a_step_late(scheduler: Any) -> None:
     scheduler.update_draft_token_ids = delayed
 
 
+def drafts_counted_twice(scheduler: Any) -> None:
+    """Async scheduling counts a step's drafts twice among the tokens in flight: after each
+    schedule(), a request's num_output_placeholders grows by its drafts once more."""
+    after = scheduler._update_after_schedule
+
+    def twice(out: Any) -> None:
+        after(out)
+        for name, drafts in out.scheduled_spec_decode_tokens.items():
+            request = scheduler.requests.get(name)
+            if request is not None and not request.is_prefill_chunk:
+                request.num_output_placeholders += len(drafts)
+
+    scheduler._update_after_schedule = twice
+
+
 MUTANTS = (
     VllmMutant("double_free", "E3", "a block freed twice", double_free),
     VllmMutant("hit_stays_free", "E3", "a cache hit on a freed block left free", hit_stays_free),
@@ -241,15 +256,27 @@ MUTANTS = (
         "rejected drafts not rolled back (speculative decoding)",
         rejected_kept,
         frozenset({"E13"}),
-        modes=("sync-v2",),
+        modes=("sync-v2", "async-v2"),
         drafts=True,
     ),
+    VllmMutant(
+        "drafts_counted_twice",
+        "E11",
+        "async scheduling counts a step's drafts twice in flight (speculative decoding)",
+        drafts_counted_twice,
+        modes=("async-v2",),
+        protocol="v2",
+        drafts=True,
+    ),
+    # The scheduler sends draft values only to the v1 runner (the v2 runner keeps its own
+    # and is sent -1s): stale drafts are a v1 bug
     VllmMutant(
         "drafts_a_step_late",
         "E15",
         "each request scheduled the drafts of the step before (speculative decoding)",
         drafts_a_step_late,
-        modes=("sync-v2",),
+        modes=("sync-v1",),
+        protocol="v1",
         drafts=True,
     ),
 )
