@@ -24,11 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
 from schedcheck.engine.runner import Runner
-from schedcheck.engine.trace import UNKNOWN, Copy, EngineTrace, Pool, Progress, Scheduled
+from schedcheck.engine.trace import (
+    UNKNOWN,
+    Copy,
+    DraftStats,
+    EngineTrace,
+    Pool,
+    Progress,
+    Scheduled,
+)
 from schedcheck.engine.workload import EOS, EngineRequest
 from schedcheck.invariants.violation import Violation
 
@@ -508,6 +517,44 @@ def check_e15(trace: EngineTrace) -> Iterator[Violation]:
                 return  # the first stale draft tells the story
 
 
+def check_e16(trace: EngineTrace) -> Iterator[Violation]:
+    """Speculative decoding: the engine's own metrics of the drafts an update verified (what
+    its servers log: vLLM's SpecDecodingStats) say what can have happened. Greedy
+    verification accepts a prefix of a request's drafts: never a negative count, never more
+    accepted than drafted, at each draft position no more accepted than at the one before,
+    and the counts by position adding up to the totals. Wrong metrics leave every output
+    right, so this is a policy."""
+    for step in trace.steps:
+        s = step.draft_stats
+        if s is None:
+            continue
+        problem = _stats_problem(s)
+        if problem is not None:
+            yield Violation(
+                "E16", step.step, trace.traits.update_call, f"the draft metrics say {problem}", ()
+            )
+            return  # the first wrong count tells the story
+
+
+def _stats_problem(s: DraftStats) -> str | None:
+    said = (
+        f"{s.accepted} of {s.drafts} drafts accepted (by position: "
+        f"{list(s.accepted_per_position)} of {list(s.drafts_per_position)})"
+    )
+    if min(s.drafts, s.accepted, *s.drafts_per_position, *s.accepted_per_position, 0) < 0:
+        return f"{said}: a negative count"
+    if s.accepted > s.drafts or any(
+        a > d for a, d in zip(s.accepted_per_position, s.drafts_per_position, strict=False)
+    ):
+        return f"{said}: more accepted than drafted"
+    accepted = s.accepted_per_position
+    if any(later > earlier for earlier, later in pairwise(accepted)):
+        return f"{said}: a draft accepted after one rejected (verification accepts a prefix)"
+    if sum(accepted) != s.accepted or sum(s.drafts_per_position) != s.drafts:
+        return f"{said}: the counts by position do not add up to the totals"
+    return None
+
+
 ENTRIES: tuple[EngineCheck, ...] = (
     EngineCheck(
         id="E1",
@@ -684,10 +731,22 @@ ENTRIES: tuple[EngineCheck, ...] = (
         function=check_e15,
         policy=False,
     ),
+    EngineCheck(
+        id="E16",
+        title="the engine's speculative-decoding metrics add up (a policy)",
+        symptom="the acceptance rate a server logs is wrong: negative, over 100%, or "
+        "positions that disagree with the totals",
+        likely_bugs=(
+            "num_accepted = len(generated) - 1 for a row that returned no token (-1)",
+            "padding rows or drafts of a dropped step counted as accepted",
+        ),
+        function=check_e16,
+        policy=False,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E15."""
+"""Every engine check by id, E1-E16."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

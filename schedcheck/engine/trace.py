@@ -107,6 +107,17 @@ class Pool(NamedTuple):
     progress: tuple[Progress, ...] = ()
 
 
+class DraftStats(NamedTuple):
+    """What the engine's own metrics say of the drafts one update verified (speculative
+    decoding; vLLM's SpecDecodingStats, which its servers log): drafts verified, drafts
+    accepted, and both by draft position."""
+
+    drafts: int
+    accepted: int
+    drafts_per_position: tuple[int, ...]
+    accepted_per_position: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class EngineStep:
     step: int
@@ -119,6 +130,8 @@ class EngineStep:
     # False for a step of an engine core draining its queue, which only updates (vLLM's
     # async scheduling): no schedule() was called, so nothing was left out of it
     schedules: bool = True
+    # the engine's metrics of the drafts this step's update verified (None: none said)
+    draft_stats: DraftStats | None = None
 
 
 UNKNOWN = -1
@@ -182,6 +195,14 @@ class EngineTrace:
                     "after_schedule": pool(s.after_schedule),
                     "after_postprocess": pool(s.after_postprocess),
                     "schedules": s.schedules,
+                    "draft_stats": None
+                    if s.draft_stats is None
+                    else [
+                        s.draft_stats.drafts,
+                        s.draft_stats.accepted,
+                        list(s.draft_stats.drafts_per_position),
+                        list(s.draft_stats.accepted_per_position),
+                    ],
                 }
                 for s in self.steps
             ],
@@ -232,6 +253,7 @@ class EngineTrace:
                     after,
                     pool(s["after_postprocess"]),
                     bool(s.get("schedules", True)),
+                    _draft_stats(s.get("draft_stats")),
                 )
             )
         failure = data["failure"]
@@ -254,3 +276,15 @@ def _progress(e: list[Any]) -> Progress:
 
 def _int(x: Any) -> int | None:
     return None if x is None else int(x)
+
+
+def _draft_stats(data: Any) -> DraftStats | None:
+    if data is None:
+        return None
+    drafts, accepted, per_drafts, per_accepted = data
+    return DraftStats(
+        int(drafts),
+        int(accepted),
+        tuple(int(n) for n in per_drafts),
+        tuple(int(n) for n in per_accepted),
+    )

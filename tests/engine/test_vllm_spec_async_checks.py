@@ -11,6 +11,8 @@ the runner starts each step at its own position, rejected drafts left out. At st
 drafts are the runner's [1 2], both accepted; at step 3 its drafts [3 2] are both rejected,
 and at step 4 (scheduled before step 3's update) the runner starts at position 7, two
 before the scheduler's optimistic count. r2 is preempted at step 5 with drafts in flight.
+Built with log_stats on, as its servers run it, the release's draft metrics of each update
+are in the trace (E16).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.strategies import DRAFTS_ALL, DRAFTS_NONE, DRAFTS_PREEMPTED, observe
-from schedcheck.engine.trace import UNKNOWN, EngineStep, EngineTrace, Pool
+from schedcheck.engine.trace import UNKNOWN, DraftStats, EngineStep, EngineTrace, Pool
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.invariants.violation import Violation
 
@@ -122,3 +124,27 @@ def test_e1_fires_on_a_step_that_starts_past_drafts_rejected_in_flight() -> None
 
     found = fired(at(trace, 4, optimistic), "E1")
     assert found and found[0].step == 4 and "positions 9..9 of a sequence of 8" in found[0].message
+
+
+def test_e16_reads_the_draft_metrics_and_fires_where_they_cannot_be() -> None:
+    """The release's SpecDecodingStats of each update (log_stats on, as its servers run):
+    step 4's update (of step 3) says 2 of 4 drafts accepted, one of each request's two
+    positions. Metrics that say -1 accepted (the count a row that returned no token gave
+    before `max(..., 0)`), more accepted than drafted, or a second draft accepted after a
+    first rejected, fire."""
+    trace = recorded()
+    said = {s.step: s.draft_stats for s in trace.steps if s.draft_stats is not None}
+    assert said[4] == DraftStats(4, 2, (2, 2), (1, 1)) and set(said) == {3, 4, 5, 6}
+    assert fired(trace, "E16") == []
+
+    def saying(stats: DraftStats) -> object:
+        return lambda step: replace(step, draft_stats=stats)
+
+    for wrong, problem in (
+        (DraftStats(4, -1, (2, 2), (0, 0)), "a negative count"),
+        (DraftStats(4, 5, (2, 2), (3, 2)), "more accepted than drafted"),
+        (DraftStats(4, 1, (2, 2), (0, 1)), "a draft accepted after one rejected"),
+        (DraftStats(4, 2, (2, 2), (1, 0)), "do not add up"),
+    ):
+        found = fired(at(trace, 4, saying(wrong)), "E16")
+        assert [v.step for v in found] == [4] and problem in found[0].message, (wrong, found)

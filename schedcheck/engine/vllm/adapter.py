@@ -91,7 +91,7 @@ class Vllm:
         drafts=4,  # num_speculative_tokens 1 to 4 (--features spec), in its sync modes so far
     )
     # its running cap, its preemption rules, its running requests scheduled first
-    policies_on = frozenset({"E9", "E10", "E13", "E15"})
+    policies_on = frozenset({"E9", "E10", "E13", "E15", "E16"})
     # its config is built from each workload; its modes from the release's and these
     options = frozenset({"runner", "async_scheduling", "modes"})
     memory_mb = 8192  # torch and vLLM map gigabytes of address space before a step is run

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from schedcheck.engine.trace import DraftStats
 from schedcheck.engine.vllm.modes import ARCHITECTURE, Mode, v2_only
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
@@ -223,7 +224,7 @@ class Build:
             vllm_config,
             kv_cache_config,
             v.StructuredOutputManager(vllm_config),
-            log_stats=False,
+            log_stats=True,  # as its servers run it: the metrics they log are made (E16)
             **({"block_size": c.block_size} if v.takes_block_size else {}),
         )
         switch = hasattr(scheduler, "use_v2_model_runner")
@@ -258,6 +259,21 @@ class Build:
         """The DraftTokenIds the engine core gives update_draft_token_ids() after a step
         (`post_step`, sync scheduling): the worker's drafts for each request of the step."""
         return self.DraftTokenIds(list(proposed), [list(d) for d in proposed.values()])
+
+    @staticmethod
+    def draft_stats(outputs: Any) -> DraftStats | None:
+        """The SpecDecodingStats an update returned (on one of its EngineCoreOutputs, in
+        its SchedulerStats), as plain numbers; None where it returned none."""
+        for made in (outputs or {}).values():
+            spec = getattr(getattr(made, "scheduler_stats", None), "spec_decoding_stats", None)
+            if spec is not None:
+                return DraftStats(
+                    int(spec.num_draft_tokens),
+                    int(spec.num_accepted_tokens),
+                    tuple(int(n) for n in spec.num_draft_tokens_per_pos),
+                    tuple(int(n) for n in spec.num_accepted_tokens_per_pos),
+                )
+        return None
 
     def request(self, scheduler: Any, request: EngineRequest, arrival: float) -> Any:
         """vLLM's Request for one of the workload's: its sampling parameters (max_tokens,

@@ -303,11 +303,12 @@ class VllmDriver:
             "update_from_output()", lambda: self.build.runner_output(batch.order, batch.sampled)
         )
         update = self.scheduler.update_from_output
-        run.call("update_from_output()", lambda: update(batch.out, output))
+        made = run.call("update_from_output()", lambda: update(batch.out, output))
+        stats = run.read("update_from_output()", lambda: self.build.draft_stats(made))
         if self.workload.drafts and not self.mode.overlapped:
             self.propose(batch)  # async: the worker keeps its drafts; the scheduler pads
         after = run.read("update_from_output()", self.pool)
-        run.steps[-1] = replace(run.steps[-1], after_postprocess=after)
+        run.steps[-1] = replace(run.steps[-1], after_postprocess=after, draft_stats=stats)
 
     def propose(self, batch: Batch) -> None:
         """The engine core's `post_step` (sync scheduling): the worker's drafts for each

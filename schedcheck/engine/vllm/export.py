@@ -231,7 +231,7 @@ more = {}
 if "block_size" in inspect.signature(Scheduler).parameters:  # not in 0.11.0
     more["block_size"] = BLOCK_SIZE
 scheduler = {cls}(
-    vllm_config, kv_cache_config, StructuredOutputManager(vllm_config), log_stats=False, **more
+    vllm_config, kv_cache_config, StructuredOutputManager(vllm_config), log_stats=True, **more
 )
 if V2 and hasattr(scheduler, "use_v2_model_runner"):
     scheduler.use_v2_model_runner = True  # the v2 model runner's protocol
