@@ -204,6 +204,18 @@ def drafts_counted_twice(scheduler: Any) -> None:
     scheduler._update_after_schedule = twice
 
 
+def none_accepted_as_minus_one(scheduler: Any) -> None:
+    """The draft metrics count a request none of whose drafts was accepted as -1 accepted
+    (`len(generated) - 2`, an off-by-one of the kind `max(len(generated) - 1, 0)` fixed)."""
+    make = scheduler.make_spec_decoding_stats
+
+    def off_by_one(*args: Any, **kwargs: Any) -> Any:
+        kwargs["num_accepted_tokens"] = kwargs.get("num_accepted_tokens") or -1
+        return make(*args, **kwargs)
+
+    scheduler.make_spec_decoding_stats = off_by_one
+
+
 MUTANTS = (
     VllmMutant("double_free", "E3", "a block freed twice", double_free),
     VllmMutant("hit_stays_free", "E3", "a cache hit on a freed block left free", hit_stays_free),
@@ -266,6 +278,14 @@ MUTANTS = (
         drafts_counted_twice,
         modes=("async-v2",),
         protocol="v2",
+        drafts=True,
+    ),
+    VllmMutant(
+        "none_accepted_as_minus_one",
+        "E16",
+        "the draft metrics count no draft accepted as -1 (speculative decoding)",
+        none_accepted_as_minus_one,
+        modes=("async-v2",),
         drafts=True,
     ),
     # The scheduler sends draft values only to the v1 runner (the v2 runner keeps its own
