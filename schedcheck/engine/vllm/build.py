@@ -263,15 +263,16 @@ class Build:
     @staticmethod
     def draft_stats(outputs: Any) -> DraftStats | None:
         """The SpecDecodingStats an update returned (on one of its EngineCoreOutputs, in
-        its SchedulerStats), as plain numbers; None where it returned none."""
+        its SchedulerStats), as plain numbers; None where it returned none. A count by
+        position the release does not keep (0.11: drafts by position) is ()."""
         for made in (outputs or {}).values():
             spec = getattr(getattr(made, "scheduler_stats", None), "spec_decoding_stats", None)
             if spec is not None:
                 return DraftStats(
                     int(spec.num_draft_tokens),
                     int(spec.num_accepted_tokens),
-                    tuple(int(n) for n in spec.num_draft_tokens_per_pos),
-                    tuple(int(n) for n in spec.num_accepted_tokens_per_pos),
+                    tuple(int(n) for n in getattr(spec, "num_draft_tokens_per_pos", ())),
+                    tuple(int(n) for n in getattr(spec, "num_accepted_tokens_per_pos", ())),
                 )
         return None
 
