@@ -49,8 +49,16 @@ OLD_INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F
 OLD_EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
 # E10: vLLM; E11 and E12: its async scheduling; E13: its running pass (issue 35); E14:
 # SGLang's retraction (issue 36)
-OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 16))  # E1 .. E15
-OLD_POLICIES = {"E4": True, "E9": False, "E10": False, "E13": False, "E14": False, "E15": False}
+OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 17))  # E1 .. E16
+OLD_POLICIES = {
+    "E4": True,
+    "E9": False,
+    "E10": False,
+    "E13": False,
+    "E14": False,
+    "E15": False,
+    "E16": False,
+}
 
 
 def test_every_id_has_exactly_one_entry_and_a_function_of_its_own() -> None:
