@@ -67,12 +67,17 @@ POOL_PROBLEM = '''def pool_problem(pool):
 
 SCHEDULE_PROBLEM = '''def schedule_problem(state):
     """What is wrong with the step just scheduled (None: nothing): each request computes
-    positions inside its tokens (those it knows and those in flight) and its block table."""
-    for name, (start, count, size, blocks) in state["scheduled"].items():
+    positions inside its tokens (those it knows and those in flight, then its drafts, each
+    computed in the step) and its block table."""
+    for name, (start, count, size, blocks, *drafts) in state["scheduled"].items():
         end = start + count
         if count < 1 or start < 0 or end > size:
             return (f"{name} is scheduled for positions {start}..{end - 1} of a sequence "
                     f"of {size} tokens")
+        if drafts and drafts[0] and end != size:  # the last drafts[0] of its tokens
+            return (f"{name} is scheduled {drafts[0]} draft token(s), but this step computes "
+                    f"positions {start}..{end - 1} of its {size} tokens with them: a draft "
+                    "scheduled is computed in its step")
         if len(blocks) * BLOCK_SIZE < end:
             return (f"{name} computes up to position {end - 1}, but its block table "
                     f"{blocks} covers only {len(blocks) * BLOCK_SIZE} positions")
@@ -100,7 +105,7 @@ WASTED_PROBLEM = '''def wasted_problem(before, now):
     it and still running is left out only when the step is full (MAX_NUM_BATCHED_TOKENS,
     MAX_NUM_SEQS) or every token it may still produce is in flight (MOST)."""
     scheduled = now["scheduled"]
-    total = sum(count for _, count, _, _ in scheduled.values())
+    total = sum(entry[1] for entry in scheduled.values())  # each its count of tokens
     left = []
     for name in before["running"]:
         *_, placeholders, _, known, status = now["progress"].get(name, [0] * 4 + ["FINISHED"])
@@ -155,7 +160,7 @@ def plain_state(step: EngineStep | None, pool: Pool) -> dict[str, Any]:
     unfinished request's computed count, its count in flight as the scheduler keeps it and
     as it is, the tokens it knows and its status."""
     scheduled = {
-        s.name: [s.num_cached, s.num_scheduled, len(s.token_ids), list(s.block_table)]
+        s.name: [s.num_cached, s.num_scheduled, len(s.token_ids), list(s.block_table), s.drafts]
         for s in (step.scheduled if step is not None else ())
     }
     progress = {

@@ -120,7 +120,7 @@ class Core:
             start = self.requests[name].num_computed_tokens - count
             start -= sum(r for _, r in self.pending(name))  # those rejected: not computed
             blocks = list(self.scheduler.kv_cache_manager.get_block_ids(name)[0])
-            self.scheduled[name] = [start, count, len(tokens) + len(drafts), blocks]
+            self.scheduled[name] = [start, count, len(tokens) + len(drafts), blocks, len(drafts)]
             if drafts and start + count >= len(tokens) + len(drafts):
                 sampled[name] = verify(tokens, drafts)
             elif start + count >= len(tokens):
