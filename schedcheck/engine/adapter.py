@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from schedcheck.engine.export import Rendered
 from schedcheck.engine.workload import NO_HEADROOM, EngineWorkload, Headroom
 
-__all__ = ["PLAIN", "Adapter", "EngineSetup", "Features", "Loaded", "SetupError"]
+__all__ = ["PLAIN", "Adapter", "EngineSetup", "Features", "Loaded", "SetupError", "wants"]
 
 Beat = Callable[[int, str], None]  # the worker's heartbeat: (step, call) before each call
 
@@ -254,3 +254,10 @@ class Adapter(Protocol):
         step given up for schedcheck's loop where it cannot be built); its header says
         what changed (EngineSetup.settled)."""
         ...
+
+
+def wants(feature: str, asked: str | None) -> bool:
+    """Whether --features `asked` draws `feature`: by default (no --features) every one the
+    engine drives; with --features, those it names."""
+    names = [n.strip() for n in (asked or "").split(",") if n.strip()]
+    return not names or feature in names

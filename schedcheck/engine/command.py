@@ -22,7 +22,7 @@ from pathlib import Path
 
 from schedcheck import faults
 from schedcheck.engine import registry
-from schedcheck.engine.adapter import PLAIN, Adapter, EngineSetup, Features, SetupError
+from schedcheck.engine.adapter import PLAIN, Adapter, EngineSetup, Features, SetupError, wants
 from schedcheck.engine.checks import POLICIES, active
 from schedcheck.engine.export import export_test, issue_text
 from schedcheck.engine.html import engine_page
@@ -288,9 +288,11 @@ FEATURES = ("spec",)
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
-    """The features a search draws: the engine's own, less speculative decoding unless
-    --features names it (`spec`; `none`: nothing beyond the engine's plain workloads).
-    ValueError for a name that is none, or a feature the engine's adapter does not drive."""
+    """The features a search draws: the engine's own, speculative decoding included where
+    its adapter drives it (in a share of the workloads: strategies.engine_workloads), unless
+    --features says otherwise (`none`: nothing beyond the engine's plain workloads; `spec`:
+    speculative decoding, which the engine must drive). ValueError for a name that is none,
+    or a feature the engine's adapter does not drive."""
     names = [n.strip() for n in (asked or "").split(",") if n.strip()]
     unknown = [n for n in names if n not in (*FEATURES, "none")]
     if unknown:
@@ -299,7 +301,7 @@ def drawn(features: Features, asked: str | None, title: str) -> Features:
         raise ValueError(
             f"--features spec: schedcheck does not drive {title}'s speculative decoding"
         )
-    if "spec" not in names:
+    if not wants("spec", asked):
         features = replace(features, drafts=0)
     return features
 

@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 
 from schedcheck import faults
 from schedcheck.cli.main import main
+from schedcheck.engine.adapter import Features
 from schedcheck.engine.checks import CATALOGUE, check_engine
+from schedcheck.engine.command import drawn
 from schedcheck.engine.isolated import IsolatedEngine
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
@@ -401,3 +403,18 @@ def test_an_engine_that_raises_at_import_is_named_an_engine_not_a_submission(
     out = capsys.readouterr().out
     assert "the engine could not be loaded: RuntimeError: boom at import" in out
     assert "submission" not in out
+
+
+def test_speculative_decoding_is_drawn_by_default_where_the_engine_drives_it() -> None:
+    """Issue 49: with no --features, a search draws speculative decoding wherever the
+    engine's adapter drives it; `none` leaves it out, `spec` asks for it (a usage error
+    where the adapter does not drive it), and an unknown name is named."""
+    drives = Features(drafts=4, draft_modes=("sync-v2",))
+    assert drawn(drives, None, "vLLM").drafts == 4
+    assert drawn(drives, "spec", "vLLM").drafts == 4
+    assert drawn(drives, "none", "vLLM").drafts == 0
+    assert drawn(Features(), None, "SGLang").drafts == 0
+    with pytest.raises(ValueError, match="does not drive SGLang's speculative decoding"):
+        drawn(Features(), "spec", "SGLang")
+    with pytest.raises(ValueError, match="'eagle' is no feature"):
+        drawn(drives, "eagle", "vLLM")

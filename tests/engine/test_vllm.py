@@ -90,7 +90,9 @@ def test_speculative_decoding_passes_a_bounded_search_and_its_drafts_meet_every_
     build(vllm).patch = None
     asked = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="spec")
     every = vllm_setup(None, asked)
-    assert not vllm_setup(None).draft_modes  # none warmed up where --features names no spec
+    assert vllm_setup(None).draft_modes  # drawn by default (issue 49), warmed up
+    none = argparse.Namespace(async_scheduling=None, runner=None, modes=None, features="none")
+    assert not vllm_setup(None, none).draft_modes  # --features none: none warmed up
     features = every.features(VLLM.features)
     assert features.drafts and features.draft_modes
     assert features.draft_modes == tuple(m for m in every.modes if m != "async-v1") or set(

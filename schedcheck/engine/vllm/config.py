@@ -9,7 +9,7 @@ import importlib.metadata
 import importlib.util
 from pathlib import Path
 
-from schedcheck.engine.adapter import EngineSetup, SetupError
+from schedcheck.engine.adapter import EngineSetup, SetupError, wants
 from schedcheck.engine.strategies import EARLY, IN_FLIGHT_ABORT, IN_FLIGHT_PREEMPTION, SKIPPED
 from schedcheck.engine.vllm.drive import RUNNER
 from schedcheck.engine.vllm.modes import Mode, Release, drives_drafts, release
@@ -68,7 +68,7 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
                 key=lambda name: name != modes[0].name,
             )
         )
-        if "spec" in (getattr(args, "features", None) or "")
+        if wants("spec", getattr(args, "features", None))
         else (),
         config={
             "async_default": has.overlaps_by_default,
