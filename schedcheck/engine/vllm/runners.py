@@ -191,7 +191,11 @@ class V1Runner(_Runner):
 
     def _recover(self, name: str, tokens: list[int], cached: Any, i: int) -> None:
         """Async mode: outputs beyond num_output_tokens are dropped; a request coming back
-        into the batch takes its outputs from all_token_ids."""
+        into the batch takes its outputs from all_token_ids. 0.11.0 sends neither: its
+        runner keeps its own copy as it is (-1 for each token sampled in async mode,
+        `_update_states` updating no token on the last rank), so nothing is recovered."""
+        if not hasattr(cached, "num_output_tokens"):
+            return
         prompt, outputs = self.prompts[name], cached.num_output_tokens[i]
         del tokens[prompt + outputs :]
         if name not in self.batch and outputs > 0:
