@@ -95,9 +95,8 @@ def test_speculative_decoding_passes_a_bounded_search_and_its_drafts_meet_every_
     assert not vllm_setup(None, none).draft_modes  # --features none: none warmed up
     features = every.features(VLLM.features)
     assert features.drafts and features.draft_modes
-    assert features.draft_modes == tuple(m for m in every.modes if m != "async-v1") or set(
-        features.draft_modes
-    ) == {m for m in every.modes if m != "async-v1"}
+    # every mode but async-v1, the run's own first (an equal set was the same test, twice)
+    assert set(features.draft_modes) == {m for m in every.modes if m != "async-v1"}
     found = search_engine(vllm, 400, CHECKS, True, features, every.modes)
     assert found.failure is None, found.failure[1].report()
     for label in (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW):
