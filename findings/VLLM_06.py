@@ -17,7 +17,7 @@ Replaced: the model runner: each step's tokens are read from NEXT for the positi
 runner computes (num_computed_tokens onwards, num_scheduled_tokens of them); in async mode a
 token sampled stays in flight until its step's update
 
-Re-run in schedcheck: schedcheck engine --engine vllm --modes all --off=E13 --features=spec --replay findings/VLLM_06.json
+Re-run in schedcheck: schedcheck engine --engine vllm --modes all --features=spec --replay findings/VLLM_06.json
 """
 
 # The run, as schedcheck saw it:
@@ -29,7 +29,7 @@ Re-run in schedcheck: schedcheck engine --engine vllm --modes all --off=E13 --fe
 #     r4 prompt [1] max_tokens 3 (step 1)
 #   prefix cache cleared, running requests preempted, at the start of step 7
 #   model: next token = crc32 of the sequence so far; eos (0) when it is < 2 mod 16, else 1..2
-#   speculative decoding: up to 1 drafts a step (num_speculative_tokens), each missing 0 in 8 (EngineWorkload.propose); verified greedily: the drafts the model agrees with, then one token of its own
+#   speculative decoding: up to 1 drafts a step (num_speculative_tokens), each missing 0 in 8 (EngineWorkload.propose); verified greedily: the drafts the model agrees with, then one token of its own; proposed by hidden: a draft head on the target's hidden states (EAGLE, EAGLE-3, MTP), writing its drafts' KV
 # what happened:
 #   step 1: r1 arrives
 #   step 1: r2 arrives
@@ -95,6 +95,8 @@ LOOKS_AT_DEVICE = True  # step_with_batch_queue asks batch.done()
 EARLY = set()  # steps the device finished first
 WORKER_DRAFTS = True  # the v2 runner keeps its drafts; -1s are sent
 EVERY_DRAFT = False  # it reports every request it drafts for
+METHOD = 'eagle3'  # the drafter: a draft head on the target's hidden states (EAGLE, EAGLE-3, MTP), writing its drafts' KV
+DRAFT_FOLDER = 'eagle3-head'
 
 BLOCK_SIZE = 2
 NUM_BLOCKS = 4
@@ -185,7 +187,7 @@ class Core:
             start = self.requests[name].num_computed_tokens - count
             start -= sum(r for _, r in self.pending(name))  # those rejected: not computed
             blocks = list(self.scheduler.kv_cache_manager.get_block_ids(name)[0])
-            self.scheduled[name] = [start, count, len(tokens) + len(drafts), blocks]
+            self.scheduled[name] = [start, count, len(tokens) + len(drafts), blocks, len(drafts)]
             if drafts and start + count >= len(tokens) + len(drafts):
                 sampled[name] = verify(tokens, drafts)
             elif start + count >= len(tokens):
@@ -269,8 +271,11 @@ def build():
         max_model_len=MAX_MODEL_LEN, is_encoder_decoder=False, enable_chunked_prefill=True,
         async_scheduling=False, policy=POLICY,
     )
+    draft = folder / DRAFT_FOLDER
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps(MODEL))
     speculative = SpeculativeConfig(
-        method="ngram", num_speculative_tokens=SPEC, prompt_lookup_max=SPEC, prompt_lookup_min=1,
+        method=METHOD, model=str(draft), num_speculative_tokens=SPEC,
         target_model_config=model_config, target_parallel_config=ParallelConfig(),
     )
     vllm_config = VllmConfig(

@@ -69,6 +69,9 @@ class Features:
     # drafts runs in the first where its own is not one of them)
     drafts: int = 0
     draft_modes: tuple[str, ...] = ()
+    # the kinds of drafter drawn (workload.DRAFTERS), each with the draft modes it runs in
+    # (empty: every one of draft_modes)
+    drafters: tuple[tuple[str, tuple[str, ...]], ...] = (("lookup", ()),)
 
 
 PLAIN = Features()
@@ -106,6 +109,9 @@ class EngineSetup:
     # the modes its speculative decoding is driven in, where not every mode it has (vLLM:
     # its sync modes, so far): Features.draft_modes
     draft_modes: tuple[str, ...] = ()
+    # the kinds of drafter its release runs, each with the draft modes it runs in (empty:
+    # all), as trial runs showed (Adapter.settle); () for its adapter's: Features.drafters
+    drafters: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def features(self, features: Features) -> Features:
         """Its adapter's features, narrowed to what this setup runs with."""
@@ -121,6 +127,8 @@ class EngineSetup:
             features = replace(features, block_sizes=(low, high), block_step=step)
         if self.draft_modes:
             features = replace(features, draft_modes=self.draft_modes)
+        if self.drafters:
+            features = replace(features, drafters=self.drafters)
         lacked: dict[str, Any] = dict.fromkeys(self.lacks, False)
         return replace(features, **lacked)
 
@@ -140,6 +148,7 @@ class EngineSetup:
             "lacks": list(self.lacks),
             "settled": list(self.settled),
             "draft_modes": list(self.draft_modes),
+            "drafters": [[kind, list(modes)] for kind, modes in self.drafters],
         }
 
     @classmethod
@@ -159,6 +168,7 @@ class EngineSetup:
             tuple(map(str, data.get("lacks", ()))),
             tuple(map(str, data.get("settled", ()))),
             tuple(map(str, data.get("draft_modes", ()))),
+            tuple((str(kind), tuple(map(str, modes))) for kind, modes in data.get("drafters", ())),
         )
 
     @property

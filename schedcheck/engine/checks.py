@@ -1,4 +1,4 @@
-"""The engine checks, E1-E14, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E17, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
@@ -10,7 +10,9 @@ requeues it at the front; E11 and E12 (vLLM's async scheduling, quiet where no s
 overlaps another) tokens in flight are counted right, and no position is computed on a
 placeholder the runner holds for one; E13 (a policy, vLLM's) a running request is left out
 of a step only when the step has no room for it; E14 (a policy, SGLang's) retraction takes
-the running requests with the fewest output tokens and requeues them at the tail.
+the running requests with the fewest output tokens and requeues them at the tail; E15 and
+E16 (policies, speculative decoding) the drafts scheduled are fresh and the draft metrics
+add up; E17 a drafter's lookahead slots lie in the request's blocks.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
 can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
@@ -413,7 +415,9 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
     one exception is async scheduling's: a request whose every remaining token is already
     in flight is not scheduled again (`num_computed_tokens + 2 - num_output_placeholders
     >= num_prompt_tokens + max_tokens`, and max_model_len's `max_model_len - 1 -
-    num_computed_tokens` of 0)."""
+    num_computed_tokens` of 0). A drafter whose forward pass takes input rows of the
+    step's budget for each request (Traits.draft_inputs), or off the whole budget
+    (Traits.token_budget), leaves that much less room."""
     config = trace.workload.config
     requests = {r.name: r for r in trace.workload.requests}
     previous = None
@@ -431,7 +435,11 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
                 and len(now.tokens.get(n, ())) - len(requests[n].prompt) + flight.get(n, 0)
                 < trace.workload.most(requests[n])
             ]
-            room = total < config.max_num_batched_tokens and len(names) < config.max_num_seqs
+            # each request scheduled takes its drafter's input rows too, and one more
+            # request needs its own (Traits.draft_inputs; vLLM's input_budget)
+            rows = total + trace.traits.draft_inputs * (len(names) + 1)
+            budget = trace.traits.token_budget or config.max_num_batched_tokens
+            room = rows < budget and len(names) < config.max_num_seqs
             if left and room:
                 yield Violation(
                     "E13",
@@ -534,6 +542,40 @@ def check_e16(trace: EngineTrace) -> Iterator[Violation]:
                 "E16", step.step, trace.traits.update_call, f"the draft metrics say {problem}", ()
             )
             return  # the first wrong count tells the story
+
+
+def check_e17(trace: EngineTrace) -> Iterator[Violation]:
+    """Speculative decoding with a drafter that runs a forward pass of its own (a draft
+    model, EAGLE, MTP: EngineWorkload.lookahead): after a step that samples a request (it
+    computes up to its last token), the drafter writes its drafts' KV at the positions
+    after the step's last, up to `lookahead` of them, those below max_model_len (vLLM's
+    proposers mask the rest). They must lie in blocks the request holds: past its block
+    table the runner's slot mapping names whatever block id the row held before, another
+    request's draft KV (vLLM: `allocate_slots(num_lookahead_tokens=...)`). Verification
+    keeps the outputs right whatever the drafter reads, so this is a policy: on for vLLM,
+    which reserves the slots by design."""
+    w = trace.workload
+    lookahead, bs, cap = w.lookahead, w.config.block_size, w.max_model_len()
+    if not lookahead:
+        return
+    for step in trace.steps:
+        for seq in step.scheduled:
+            _, end = span(seq)
+            if end != len(seq.token_ids) or end >= cap:
+                continue  # a prefill chunk short of its end drafts nothing (E1 has the rest)
+            need = min(end + lookahead, cap)
+            if len(seq.block_table) * bs < need:
+                yield Violation(
+                    "E17",
+                    step.step,
+                    "schedule()",
+                    f"{seq.name} computes up to position {end - 1} and its drafter then writes "
+                    f"the KV of {w.drafts} drafts up to position {need - 1}, but its block "
+                    f"table {list(seq.block_table)} covers only {len(seq.block_table) * bs} "
+                    "positions: lookahead slots not reserved",
+                    (seq.name,),
+                )
+                return  # the first short table tells the story
 
 
 def _stats_problem(s: DraftStats) -> str | None:
@@ -746,10 +788,24 @@ ENTRIES: tuple[EngineCheck, ...] = (
         function=check_e16,
         policy=False,
     ),
+    EngineCheck(
+        id="E17",
+        title="a drafter's lookahead slots lie in the request's blocks (speculative decoding "
+        "with a draft model or head; a policy)",
+        symptom="the drafter writes its KV into a block of another request's (or a cached "
+        "prefix's): that request's drafts get worse; verification keeps every output right",
+        likely_bugs=(
+            "allocate_slots called without num_lookahead_tokens on one of its paths (a new "
+            "request's prefill)",
+            "the lookahead derived from the method in the scheduler, differently from the worker",
+        ),
+        function=check_e17,
+        policy=False,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E16."""
+"""Every engine check by id, E1-E17."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

@@ -253,7 +253,13 @@ def engine_command(args: argparse.Namespace) -> int:
         print(line)
     if features.drafts:
         where = f" (modes {', '.join(features.draft_modes)})" if features.draft_modes else ""
-        print(f"features: spec, up to {features.drafts} drafts a step{where}")
+        print(
+            f"features: spec, up to {features.drafts} drafts a step{where}; drafters: "
+            + ", ".join(
+                kind + (f" (only {', '.join(modes)})" if modes else "")
+                for kind, modes in features.drafters
+            )
+        )
     print(f"checks: {' '.join(checks)}" + _switched(checks, adapter.policies_on))
     print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
     try:
@@ -420,9 +426,18 @@ def unsupported(
         )
     if workload.drafts and not features.drafts:
         found.append("speculative decoding, which this run does not draw (--features spec)")
+    drafters = dict(features.drafters)
+    if workload.drafts and features.drafts and workload.drafter not in drafters:
+        found.append(
+            f"a {workload.drafter} drafter, which this run does not draw (it draws "
+            f"{', '.join(drafters) or 'none'})"
+        )
     mode = workload.config.mode
-    if workload.drafts and mode in features.draft_modes:
+    its_modes = drafters.get(workload.drafter) or features.draft_modes
+    if workload.drafts and mode in its_modes:
         pass  # speculative decoding's own mode
+    elif workload.drafts and mode and its_modes and mode in features.draft_modes:
+        found.append(f"mode {mode!r} with a {workload.drafter} drafter, which this release refuses")
     elif mode and mode not in modes:
         found.append(f"mode {mode!r}, which this run does not have (it has {', '.join(modes)})")
     return found

@@ -49,8 +49,9 @@ __all__ = [
 # adds up (E3); every request finishes (E5); the engine raises nothing (E6, the step itself);
 # each output is the request's output alone (E7); and where the adapter reads its
 # scheduler's state (`Rendered.state_body`), the positions scheduled (E1), the tokens in
-# flight (E11) and no running request left out of a step with room (E13).
-EXPORTED = ("E1", "E3", "E5", "E6", "E7", "E11", "E13")
+# flight (E11), no running request left out of a step with room (E13) and a drafter's lookahead
+# slots in the block table (E17).
+EXPORTED = ("E1", "E3", "E5", "E6", "E7", "E11", "E13", "E17")
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Rendered:
     decorators: tuple[str, ...] = ()  # the test's markers in the engine's own suite
     helpers: str = ""  # module-level source the bodies use
     # def state(engine, requests): properties.plain_state's dict, read at seen(call) ("":
-    # E1, E11 and E13 are not exported for this engine)
+    # E1, E11, E13 and E17 are not exported for this engine)
     state_body: str = ""
     abort_body: str = ""  # def abort(engine, requests, name, during): "" where none is drawn
     reset_body: str = ""  # def reset(engine, requests): its prefix cache cleared, running
@@ -167,7 +168,7 @@ def fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) ->
         # the test reads the pool after each step, as the step leaves it
         pools = [steps[k].after_postprocess for k in here]
         return any(problem(SOURCES[check], plain_pool(p)) for p in pools if p is not None)
-    if check == "E1":
+    if check in ("E1", "E17"):
         states = [plain_state(steps[k], steps[k].after_schedule) for k in here]
         return any(problem(SOURCES[check], s, **constants) for s in states)
     if check == "E11":
@@ -228,6 +229,9 @@ def module_constants(trace: EngineTrace) -> dict[str, Any]:
         "POLICY": c.policy,
         "PROMPTS": {r.name: len(r.prompt) for r in w.requests},
         "MOST": {r.name: w.most(r) for r in w.requests},
+        "DRAFT_INPUTS": trace.traits.draft_inputs,
+        "TOKEN_BUDGET": trace.traits.token_budget or c.max_num_batched_tokens,
+        "LOOKAHEAD": w.lookahead,
     }
 
 
@@ -264,6 +268,7 @@ def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]
             "E1": 'schedule_problem(now) if call == "schedule()" else None',
             "E11": "flight_problem(now)",
             "E13": 'wasted_problem(before, now) if before and call == "schedule()" else None',
+            "E17": 'lookahead_problem(now) if call == "schedule()" else None',
         }[check]
         lines += [
             "    states, before = [], None  # the states read; the last one of the step before",
@@ -360,7 +365,9 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         "scheduler; the model is simulated: each step's tokens are read from NEXT, the token "
         "schedcheck's model gave each prefix (a correct engine computes only prefixes listed)."
     )
-    config = [f"{n} = {v!r}" for n, v in constants.items() if n not in ("PROMPTS", "MOST")]
+    # those one property reads are written beside it (E13's, E17's)
+    own = ("PROMPTS", "MOST", "DRAFT_INPUTS", "TOKEN_BUDGET", "LOOKAHEAD")
+    config = [f"{n} = {v!r}" for n, v in constants.items() if n not in own]
     lines = [
         '"""'
         + textwrap.fill(
@@ -407,6 +414,19 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         lines.append(_literal("PROMPTS", [f"{n!r}: {k}" for n, k in constants["PROMPTS"].items()]))
         lines.append("# the most tokens each may produce (max_tokens, or less under MAX_MODEL_LEN)")
         lines.append(_literal("MOST", [f"{n!r}: {k}" for n, k in constants["MOST"].items()]))
+        lines.append(
+            f"DRAFT_INPUTS = {constants['DRAFT_INPUTS']}  # a drafter's input rows per request "
+            "in the budget (max_num_new_slots_for_drafting)"
+        )
+        lines.append(
+            f"TOKEN_BUDGET = {constants['TOKEN_BUDGET']}  # what the scheduler schedules "
+            "within (max_num_scheduled_tokens)"
+        )
+    if check == "E17":
+        lines.append(
+            f"LOOKAHEAD = {constants['LOOKAHEAD']}  # the KV slots past a step its drafter "
+            "writes (num_lookahead_tokens)"
+        )
     if check == "E7":
         expected = {r.name: list(w.alone(r)) for r in w.requests}
         lines.append(f"ALONE = {expected!r}  # each request's output run alone")

@@ -14,7 +14,9 @@ tests show each firing and quiet beside the check it restates.
   more than the request has in flight, and its computed count agreeing with both.
 - `wasted_problem` (E13): a request running before a step and still running after its
   schedule is left out of it only when the step is full, or every token it may still
-  produce is in flight already.
+  produce is in flight already (a drafter's input rows of the budget counted).
+- `lookahead_problem` (E17): a request computed to its last token has blocks for the KV
+  its drafter then writes past it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from schedcheck.engine.trace import EngineStep, Pool
 
 __all__ = [
     "FLIGHT_PROBLEM",
+    "LOOKAHEAD_PROBLEM",
     "POOL_PROBLEM",
     "SCHEDULE_PROBLEM",
     "SOURCES",
@@ -112,10 +115,31 @@ WASTED_PROBLEM = '''def wasted_problem(before, now):
         if status == "RUNNING" and name not in scheduled:
             if known - PROMPTS[name] + placeholders < MOST[name]:
                 left.append(name)
-    if left and total < MAX_NUM_BATCHED_TOKENS and len(scheduled) < MAX_NUM_SEQS:
+    # a drafter's input rows of the budget for each request, and for one more (DRAFT_INPUTS)
+    # and the budget the scheduler schedules within (TOKEN_BUDGET: max_num_batched_tokens,
+    # or less where the engine takes a drafter's rows off it)
+    rows = total + DRAFT_INPUTS * (len(scheduled) + 1)
+    if left and rows < TOKEN_BUDGET and len(scheduled) < MAX_NUM_SEQS:
         return (f"{', '.join(left)} running, left out of this step, though it scheduled "
-                f"{total} of max_num_batched_tokens {MAX_NUM_BATCHED_TOKENS} and "
+                f"{total} of its token budget {TOKEN_BUDGET} and "
                 f"{len(scheduled)} of max_num_seqs {MAX_NUM_SEQS} requests")
+    return None
+'''
+
+LOOKAHEAD_PROBLEM = '''def lookahead_problem(state):
+    """What is wrong with the step just scheduled (None: nothing): after a step that computes
+    a request to its last token, its drafter writes the KV of its drafts at the LOOKAHEAD
+    positions after it (those below MAX_MODEL_LEN), which its block table must cover."""
+    for name, (start, count, size, blocks, *_) in state["scheduled"].items():
+        end = start + count
+        if end != size or end >= MAX_MODEL_LEN:
+            continue  # a prefill chunk short of its end drafts nothing
+        need = min(end + LOOKAHEAD, MAX_MODEL_LEN)
+        if len(blocks) * BLOCK_SIZE < need:
+            return (f"{name} computes up to position {end - 1} and its drafter then writes "
+                    f"the KV of its drafts up to position {need - 1}, but its block table "
+                    f"{blocks} covers only {len(blocks) * BLOCK_SIZE} positions: lookahead "
+                    "slots not reserved")
     return None
 '''
 
@@ -124,10 +148,11 @@ SOURCES = {
     "E3": POOL_PROBLEM,
     "E11": FLIGHT_PROBLEM,
     "E13": WASTED_PROBLEM,
+    "E17": LOOKAHEAD_PROBLEM,
 }
 """Each exported check's property, by the check it restates."""
 
-STATE_READ = ("E1", "E11", "E13")
+STATE_READ = ("E1", "E11", "E13", "E17")
 """The properties read off the scheduler's state (`plain_state`: what the adapter's
 `state()` returns) after the calls a step makes, rather than off its block pool."""
 

@@ -48,7 +48,8 @@ DRAFTS_NONE = "every draft of a step rejected"
 DRAFTS_SOME = "some drafts of a step accepted"
 DRAFTS_FEW = "a decode with fewer drafts than asked, or none"
 DRAFTS_PREEMPTED = "preemption of a request with drafts scheduled the step before"
-SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED)
+DRAFTS_LOOKAHEAD = "a decode whose drafter writes KV past the step (lookahead slots)"
+SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
     WHOLE_PROMPT_HIT,
@@ -173,20 +174,26 @@ def engine_workloads(
         early = tuple(sorted(draw(st.sets(st.integers(1, 8), min_size=1, max_size=3))))
     if features.conservativeness:  # its default, or admissions that retraction undoes
         config = replace(config, conservativeness=draw(st.sampled_from([1.0, 0.3, 0.1])))
-    drafts, miss = 0, 0
+    drafts, miss, drafter = 0, 0, "lookup"
     if features.drafts and draw(st.integers(0, 2)) == 2:  # one workload in three
         drafts, miss = draw(st.integers(1, features.drafts)), draw(st.integers(0, 8))
-        if features.draft_modes and config.mode not in features.draft_modes:
-            config = replace(config, mode=features.draft_modes[0])
-        # a lone request's drafts after its last token take KV slots too
-        extra = -(-drafts // config.block_size)
+        drafter, its_modes = draw(st.sampled_from(features.drafters))
+        modes = its_modes or features.draft_modes
+        if modes and config.mode not in modes:
+            config = replace(config, mode=modes[0])
+        # a lone request's drafts after its last token take KV slots too, and a drafter
+        # with a forward pass writes as many again after them (E17)
+        extra = -(-(drafts + (drafts if drafter != "lookup" else 0)) // config.block_size)
         config = replace(config, num_blocks=config.num_blocks + extra)
         # a budget that holds a decode and its drafts: vLLM pads a one-token admission to
         # 1 + num_speculative_tokens and never schedules it unpadded (a budget below that
         # starves it for good: docs/engines.md, "Speculative decoding")
-        budget = max(config.max_num_batched_tokens, 1 + drafts)
+        # (a draft model's input keeps one more row per request: vLLM 0.34 takes it off the
+        # budget per request scheduled, 0.2x off the whole budget per max_num_seqs)
+        rows = config.max_num_seqs if drafter == "model" else 0
+        budget = max(config.max_num_batched_tokens, 1 + drafts + rows)
         config = replace(config, max_num_batched_tokens=budget)
-    return EngineWorkload(config, tuple(requests), vocab, eos, resets, early, drafts, miss)
+    return EngineWorkload(config, tuple(requests), vocab, eos, resets, early, drafts, miss, drafter)
 
 
 def longest_of(requests: list[EngineRequest]) -> int:
@@ -242,6 +249,8 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
     for i, seq in enumerate(step.scheduled):
         if seq.num_cached + seq.num_scheduled < len(seq.own):
             continue  # a prefill chunk short of its end: no drafts, none asked
+        if w.lookahead:
+            seen.add(DRAFTS_LOOKAHEAD)
         # the drafts the runner computed: the scheduler's, or its own (kv.computed_on)
         drafts = computed_on(seq, copies[i])[len(seq.own) :]
         if seq.drafts < w.drafts or UNKNOWN in drafts:

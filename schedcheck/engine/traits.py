@@ -21,12 +21,22 @@ class Traits:
     # that must agree with the blocks (vLLM): E3 checks the index, E2 the KV it promises.
     hashes_name_prefixes: bool = False
     update_call: str = "postprocess()"  # the step's second call, as the reports name it
+    # input rows a drafter adds to the step's token budget for each request scheduled (vLLM
+    # 0.34's max_num_new_slots_for_drafting: a draft model keeps one unsliced token), read
+    # off the engine's config for the run: a step with no room for them has no room (E13)
+    draft_inputs: int = 0
+    # the token budget its scheduler schedules within, where the engine sets it below the
+    # configured max_num_batched_tokens (vLLM 0.2x with a draft model: less one row per
+    # max_num_seqs, `max_num_scheduled_tokens`); 0: the configured one (E13)
+    token_budget: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "runner": self.runner.to_dict(),
             "hashes_name_prefixes": self.hashes_name_prefixes,
             "update_call": self.update_call,
+            "draft_inputs": self.draft_inputs,
+            "token_budget": self.token_budget,
         }
 
     @classmethod
@@ -35,4 +45,6 @@ class Traits:
             Runner.from_dict(data["runner"]),
             bool(data["hashes_name_prefixes"]),
             str(data["update_call"]),
+            int(data.get("draft_inputs", 0)),
+            int(data.get("token_budget", 0)),
         )

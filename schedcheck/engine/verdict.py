@@ -9,7 +9,7 @@ from schedcheck.engine import story
 from schedcheck.engine.checks import CATALOGUE, check_engine
 from schedcheck.engine.trace import UNDRIVABLE, EngineStep, EngineTrace
 from schedcheck.engine.traits import Traits
-from schedcheck.engine.workload import EngineRequest, EngineWorkload
+from schedcheck.engine.workload import DRAFTERS, EngineRequest, EngineWorkload
 from schedcheck.invariants.violation import Violation
 
 
@@ -136,7 +136,9 @@ def workload_lines(w: EngineWorkload) -> list[str]:
             [
                 f"  speculative decoding: up to {w.drafts} drafts a step (num_speculative_tokens),"
                 f" each missing {w.draft_miss_per_8} in 8 (EngineWorkload.propose); verified "
-                "greedily: the drafts the model agrees with, then one token of its own"
+                "greedily: the drafts the model agrees with, then one token of its own; "
+                f"proposed by {w.drafter}: {DRAFTERS.get(w.drafter, '?')}"
+                + (f" ({w.lookahead} lookahead slots, E17)" if w.lookahead else "")
             ]
             if w.drafts
             else []

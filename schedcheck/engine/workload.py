@@ -18,6 +18,16 @@ from typing import Any
 from schedcheck.model.workload import blocks_for
 
 EOS = 0
+DRAFTERS = {
+    "lookup": "a lookup in the request's own tokens (n-gram, suffix): no KV of its own",
+    "model": "a draft model with a forward pass of its own, writing its drafts' KV",
+    "hidden": "a draft head on the target's hidden states (EAGLE, EAGLE-3, MTP), writing "
+    "its drafts' KV",
+}
+"""The kinds of proposer a workload's drafts come from, as the scheduler sees them: one
+whose forward pass writes the KV of the drafts it proposes after a step needs KV slots
+past the step's last position (vLLM's lookahead slots; E17), one that looks its drafts up
+needs none."""
 DRAFT_VOCAB = 256  # the token ids a draft may take: the simulated model's vocabulary
 
 
@@ -105,6 +115,9 @@ class EngineWorkload:
     # request (vLLM's num_speculative_tokens; 0: none), and how often a draft misses (per 8)
     drafts: int = 0
     draft_miss_per_8: int = 0
+    # what proposes them (DRAFTERS): a lookup in the tokens, or a forward pass of its own
+    # that writes its drafts' KV past the step's last position (E17)
+    drafter: str = "lookup"
 
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
@@ -165,12 +178,26 @@ class EngineWorkload:
                 break
         return tuple(out)
 
+    @property
+    def lookahead(self) -> int:
+        """The KV slots past a step's last position its drafter writes, at most. A step
+        computing positions up to e samples its next token at e + 1 at most (all drafts
+        accepted). A draft model then computes that token and its drafts but the last, one
+        position each: KV at e + 1 .. e + drafts. A head on the target's hidden states
+        (EAGLE, MTP) computes its first draft on the step's own positions (KV at those) and
+        each further one a position on: KV at e + 1 .. e + drafts - 1. A lookup writes
+        none. (vLLM reserves `drafts` for both: `num_lookahead_tokens`.)"""
+        if not self.drafts or self.drafter == "lookup":
+            return 0
+        return self.drafts if self.drafter == "model" else self.drafts - 1
+
     def draft_blocks(self, request: EngineRequest) -> int:
         """The most KV blocks `request` holds alone with its drafts: its tokens but the last
-        sampled (never computed), and the draft positions (or padded rows) computed after
-        its last known one."""
+        sampled (never computed), the draft positions (or padded rows) computed after its
+        last known one, and its drafter's slots after those (E17)."""
         return blocks_for(
-            len(request.prompt) + request.max_tokens - 1 + self.drafts, self.config.block_size
+            len(request.prompt) + request.max_tokens - 1 + self.drafts + self.lookahead,
+            self.config.block_size,
         )
 
     def longest(self) -> int:
@@ -208,6 +235,8 @@ class EngineWorkload:
             found.append(f"drafts {self.drafts} is not a count of draft tokens from 0 to 8")
         if not 0 <= self.draft_miss_per_8 <= 8:
             found.append(f"draft_miss_per_8 {self.draft_miss_per_8} is not from 0 to 8")
+        if self.drafter not in DRAFTERS:
+            found.append(f"drafter {self.drafter!r} is none of {', '.join(DRAFTERS)}")
         if self.drafts:  # a lone request's drafts past its last token take KV slots too
             found.extend(
                 f"{r.name} with {self.drafts} draft tokens needs {self.draft_blocks(r)} KV "
@@ -290,6 +319,7 @@ class EngineWorkload:
             tuple(map(int, data.get("early", ()))),
             int(data.get("drafts", 0)),
             int(data.get("draft_miss_per_8", 0)),
+            str(data.get("drafter", "lookup")),
         )
 
     @classmethod

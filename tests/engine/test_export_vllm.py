@@ -51,6 +51,7 @@ FIXED_IN = {
     "VLLM_05": NOT_FIXED,  # unreported: the padding's `break` under a small budget
     "VLLM_06": (0, 27, 0),  # the stale-output rework (#48245) replaced the discard counter
     "VLLM_07": (0, 25, 0),  # no rollback while stale frames are discarded (#46066)
+    "VLLM_10": (0, 33, 0),  # a new request's lookahead slots (#43733; 0.32.0 not read)
 }
 # ... and, where it came later than the first release CI could pin, the first with the bug
 INTRODUCED_IN = {
@@ -119,6 +120,7 @@ def engine() -> Iterator[LocalEngine]:
         ("loses_preempted", "sync"),
         ("placeholders_kept", "async"),
         ("rejected_kept", "sync"),  # speculative decoding: the test drives its drafts
+        ("lookahead_unreserved", "async"),  # a draft model or head: its lookahead (E17)
     ],
 )
 def test_an_export_fails_on_the_mutant_and_passes_on_the_release(

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import (
     DRAFTS_ALL,
     DRAFTS_FEW,
+    DRAFTS_LOOKAHEAD,
     DRAFTS_NONE,
     DRAFTS_SOME,
     labels,
@@ -38,6 +40,7 @@ from tests.engine_subjects.vllm.mutants import MUTANTS, VllmMutant
 
 pytestmark = pytest.mark.vllm
 REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"
+FINDINGS = Path(__file__).resolve().parent.parent.parent / "findings"
 CHECKS = active(frozenset(), VLLM.policies_on)
 
 
@@ -97,10 +100,47 @@ def test_speculative_decoding_passes_a_bounded_search_and_its_drafts_meet_every_
     assert features.drafts and features.draft_modes
     # every mode but async-v1, the run's own first (an equal set was the same test, twice)
     assert set(features.draft_modes) == {m for m in every.modes if m != "async-v1"}
+    # fcfs only: under the priority policy the search finds VLLM-09 (a request preempted
+    # in the step that scheduled it leaves a block cached over a position never computed,
+    # vllm-project/vllm#43569, open), which test_vllm_09_is_found_where_the_ledger_says
+    # holds to its replay
+    features = replace(features, priorities=False)
     found = search_engine(vllm, 400, CHECKS, True, features, every.modes)
     assert found.failure is None, found.failure[1].report()
-    for label in (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW):
+    for label in (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_LOOKAHEAD):
         assert found.reached[label], f"never reached: {label}"
+
+
+def test_a_config_the_release_refuses_is_no_verdict(vllm: LocalEngine) -> None:
+    """A draft model with 3 drafts under a budget of 3: 0.34 refuses the config (its budget
+    must exceed the lookahead slots; 0.2x: leave a token after a row per max_num_seqs). The
+    run is undrivable (a usage error naming the refusal), never E6."""
+    build(vllm).patch = None
+    mode = release_modes()[0]
+    refused = EngineWorkload(
+        EngineConfig(12, 2, 3, 3, mode=mode), (ONE,), 2, drafts=3, drafter="model"
+    )
+    failure = vllm.run(refused).failure
+    assert failure is not None and failure.check == UNDRIVABLE, failure
+    said = ("refuses this workload's config", "has no model drafter")  # 0.11: no draft models
+    assert any(words in failure.message for words in said), failure.message
+
+
+def test_vllm_09_is_found_where_the_ledger_says(vllm: LocalEngine) -> None:
+    """findings/VLLM_09.json (docs/findings.md): under the priority policy r2, scheduled a
+    decode and a draft at step 5 (its allocation caches block 1, the prefix [1 2 2 2], as if
+    position 3 were computed), is preempted later in the same schedule for r4; its blocks
+    are freed with block 1 still findable by that hash, position 3 never written. E2 at
+    step 5 on every release with the priority pass's preemption of a scheduled request
+    (no fix released: vllm-project/vllm#43569 is open)."""
+    build(vllm).patch = None
+    saved = EngineWorkload.from_json((FINDINGS / "VLLM_09.json").read_text())
+    if saved.config.mode not in release_modes():
+        pytest.skip(f"this release has no mode {saved.config.mode}")  # before 0.21: no v2
+    trace = vllm.run(saved)
+    found = check_engine(trace, CHECKS)
+    assert [(v.check, v.step) for v in found[:1]] == [("E2", 5)], found
+    assert "the prefix [1 2 2 2], but its slot" in found[0].message
 
 
 def test_a_worked_trace_what_the_driver_reads_off_vllm(vllm: LocalEngine) -> None:

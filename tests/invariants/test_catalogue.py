@@ -48,8 +48,8 @@ OLD_GRADE_GROUPS: dict[str, tuple[str, ...]] = {
 OLD_INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "L1")
 OLD_EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
 # E10: vLLM; E11 and E12: its async scheduling; E13: its running pass (issue 35); E14:
-# SGLang's retraction (issue 36)
-OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 17))  # E1 .. E16
+# SGLang's retraction (issue 36); E17: a drafter's lookahead slots (issue 49)
+OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 18))  # E1 .. E17
 OLD_POLICIES = {
     "E4": True,
     "E9": False,
@@ -58,6 +58,7 @@ OLD_POLICIES = {
     "E14": False,
     "E15": False,
     "E16": False,
+    "E17": False,
 }
 
 

@@ -12,21 +12,22 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from schedcheck import faults
 from schedcheck.engine.adapter import EngineSetup, Features
 from schedcheck.engine.export import Rendered
 from schedcheck.engine.run import bound
-from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.trace import UNDRIVABLE, EngineTrace
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build
 from schedcheck.engine.vllm.config import vllm_setup
-from schedcheck.engine.vllm.drive import RUNNER, TRAITS, Core, run_vllm, warm
+from schedcheck.engine.vllm.drive import RUNNER, TRAITS, WARM, Core, run_vllm, warm
 from schedcheck.engine.vllm.export import render
 from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.worker import LoadError
-from schedcheck.engine.workload import EngineWorkload
+from schedcheck.engine.workload import DRAFTERS, EngineWorkload
 
 __all__ = ["ADAPTER", "Vllm"]
 
@@ -88,10 +89,11 @@ class Vllm:
         resets=True,
         caps=True,
         timing=True,
-        drafts=4,  # num_speculative_tokens 1 to 4 (--features spec), in its sync modes so far
+        drafts=4,  # num_speculative_tokens 1 to 4 (--features spec), every mode but async-v1
+        drafters=tuple((kind, ()) for kind in DRAFTERS),  # as its release has them: settle
     )
     # its running cap, its preemption rules, its running requests scheduled first
-    policies_on = frozenset({"E9", "E10", "E13", "E15", "E16"})
+    policies_on = frozenset({"E9", "E10", "E13", "E15", "E16", "E17"})
     # its config is built from each workload; its modes from the release's and these
     options = frozenset({"runner", "async_scheduling", "modes"})
     memory_mb = 8192  # torch and vLLM map gigabytes of address space before a step is run
@@ -138,6 +140,7 @@ class Vllm:
             *lines,
             f"config: {setup.config_from}",
             f"positions: {RUNNER.source}: {RUNNER.describe()}",
+            *(f"trial runs: {said}" for said in setup.settled),
         ]
 
     def box(self, setup: EngineSetup, scratch: Path) -> Path:
@@ -192,7 +195,48 @@ class Vllm:
     def settle(
         self, setup: EngineSetup, run: Callable[[EngineWorkload], EngineTrace]
     ) -> EngineSetup:
-        return setup  # its setup is decided from its release and the command line alone
+        """Which drafters the release runs, in which of the run's draft modes: a trial run
+        of each (a drafter whose method the release's SpeculativeConfig refuses, or whose
+        config refuses async scheduling, is undrivable there: Build.speculative,
+        Build.runs_async). The rest of its setup is decided from its release and the
+        command line alone."""
+        if not setup.draft_modes:
+            return setup
+        drafters: list[tuple[str, tuple[str, ...]]] = []
+        said: list[str] = []
+        for kind in DRAFTERS:
+            runs, why = [], dict[str, list[str]]()  # the modes refused, by the reason
+            for mode in setup.draft_modes:
+                failure = run(trial(kind, mode)).failure
+                if failure is not None and failure.check == UNDRIVABLE:
+                    why.setdefault(failure.message, []).append(mode)
+                else:
+                    runs.append(mode)
+            if runs:
+                every = len(runs) == len(setup.draft_modes)
+                drafters.append((kind, () if every else tuple(runs)))
+            said.extend(
+                f"drafter {kind} not run in {', '.join(modes)}: {message}"
+                for message, modes in why.items()
+            )
+        if not drafters:  # no drafter runs here: speculative decoding is not drawn
+            lacks = (*setup.lacks, "drafts")
+            return replace(setup, draft_modes=(), lacks=lacks, settled=(*setup.settled, *said))
+        return replace(setup, drafters=tuple(drafters), settled=(*setup.settled, *said))
+
+
+def trial(drafter: str, mode: str) -> EngineWorkload:
+    """A small workload drafting with `drafter` in `mode`: WARM's first, room for its
+    drafter's lookahead slots and a budget no release refuses for its input rows (a refusal
+    here says the drafter is not run in the mode, never the budget)."""
+    w = WARM[0]
+    return replace(
+        w,
+        config=replace(w.config, num_blocks=12, max_num_batched_tokens=8, mode=mode),
+        drafts=2,
+        draft_miss_per_8=4,
+        drafter=drafter,
+    )
 
 
 ADAPTER = Vllm()

@@ -46,6 +46,16 @@ MODEL = {
 }
 LONGEST = 1 << 15  # the ModelConfig's own max_model_len; each run sets the workload's
 
+# The speculative method each kind of drafter (workload.DRAFTERS) runs as: the n-gram lookup
+# (no draft model), a draft model (the target's own tiny config, as a draft), an EAGLE-3
+# head (a folder whose name says eagle3, as vLLM's checkpoints' names do: 0.34 picks the
+# head's config by it). Each built from a config.json on disk before the box
+# (Build.prepare_drafters); a release whose SpeculativeConfig refuses one has no such
+# drafter (Build.drafters says why).
+METHODS = {"lookup": "ngram", "model": "draft_model", "hidden": "eagle3"}
+DRAFT_FOLDERS = {"model": "draft", "hidden": "eagle3-head"}
+MOST_DRAFTS = 4  # num_speculative_tokens drawn: 1 to 4 (Features.drafts)
+
 # Read by vLLM when it is imported or configured: quiet logs, no usage reports. (Which model
 # runner's protocol the scheduler speaks is set for each Scheduler: its mode.)
 ENVIRONMENT = {
@@ -102,6 +112,13 @@ class Build:
         model = folder / "model"
         model.mkdir(parents=True, exist_ok=True)
         (model / "config.json").write_text(json.dumps(MODEL))
+        self.folder = folder
+        # the SpeculativeConfig of each (drafter, num_speculative_tokens) that reads a draft
+        # model's config from disk, built before the box; what refused, by drafter
+        self.spec_configs: dict[tuple[str, int], Any] = {}
+        self.refused: dict[str, str] = {}
+        self.async_refusals: dict[str, str] = {}  # by method: "" where it runs async
+        self.v2_refusals: dict[str, str] = {}  # by method: "" where the v2 runner runs it
 
         import vllm
 
@@ -196,17 +213,28 @@ class Build:
                 "speculative decoding is driven in vLLM's sync modes and async-v2 so far, "
                 f"not {mode.name}"
             )
-        vllm_config = v.VllmConfig(
-            model_config=model_config,
-            cache_config=cache_config,
-            scheduler_config=scheduler_config,
-            device_config=self.device_config,
-            **(
-                {"speculative_config": self.speculative(workload, model_config)}
-                if workload.drafts
-                else {}
-            ),
+        speculative = (
+            {"speculative_config": self.speculative(workload, model_config)}
+            if workload.drafts
+            else {}
         )
+        if speculative and mode.overlapped:
+            self.runs_async(workload, speculative["speculative_config"])
+        try:
+            vllm_config = v.VllmConfig(
+                model_config=model_config,
+                cache_config=cache_config,
+                scheduler_config=scheduler_config,
+                device_config=self.device_config,
+                **speculative,
+            )
+        except ValueError as e:  # pydantic's ValidationError is one: the release's refusal
+            raise NoSuchMode(
+                f"vLLM {self.version} refuses this workload's config: "
+                f"{str(e).splitlines()[-1 if len(str(e).splitlines()) < 2 else 1].strip()[:300]}"
+            ) from None
+        if speculative and mode.protocol == "v2":
+            self.runs_v2(workload, vllm_config)
         vllm_config.cache_config.num_gpu_blocks = c.num_blocks
         if mode.overlapped:
             vllm_config.scheduler_config.async_scheduling = True
@@ -242,18 +270,128 @@ class Build:
         return scheduler, hashes
 
     def speculative(self, workload: EngineWorkload, model_config: Any) -> Any:
-        """vLLM's SpeculativeConfig for the workload's drafts: the n-gram method (its
-        proposer needs no draft model, so the config builds on a CPU from the target's
-        alone), `num_speculative_tokens` the workload's; the drafts themselves are the
-        simulated proposer's (EngineWorkload.propose), handed over as the worker's are."""
-        return self.SpeculativeConfig(
-            method="ngram",
-            num_speculative_tokens=workload.drafts,
-            prompt_lookup_max=workload.drafts,
-            prompt_lookup_min=1,
-            target_model_config=model_config,
-            target_parallel_config=self.ParallelConfig(),
+        """vLLM's SpeculativeConfig for the workload's drafts: its drafter's method
+        (METHODS), `num_speculative_tokens` the workload's. The n-gram method is built here
+        (its proposer needs no draft model: the config builds from the target's alone); a
+        draft model's or head's was built before the box (prepare_drafters), and a drafter
+        the release refused is no mode of it (NoSuchMode). The drafts themselves are the
+        simulated proposer's (EngineWorkload.propose), handed over as the worker's are; the
+        scheduler-visible traits (lookahead slots, EAGLE's block drop, a prefill's
+        lookahead) are the release's own, from the config built."""
+        if workload.drafter == "lookup":
+            return self.SpeculativeConfig(
+                method="ngram",
+                num_speculative_tokens=workload.drafts,
+                prompt_lookup_max=workload.drafts,
+                prompt_lookup_min=1,
+                target_model_config=model_config,
+                target_parallel_config=self.ParallelConfig(),
+            )
+        key = (workload.drafter, workload.drafts)
+        if key not in self.spec_configs:
+            why = self.refused.get(workload.drafter, "not prepared before the run")
+            raise NoSuchMode(
+                f"vLLM {self.version} has no {workload.drafter} drafter "
+                f"({METHODS.get(workload.drafter)}) with {workload.drafts} drafts: {why}"
+            )
+        return copy.copy(self.spec_configs[key])
+
+    def runs_async(self, workload: EngineWorkload, speculative: Any) -> None:
+        """NoSuchMode where the release's config refuses async scheduling with this
+        drafter's method (its own words), and not without drafts: the refusal is the
+        release's, read by building its VllmConfig both ways once per method. (The runs
+        themselves set async_scheduling after the config is built, as vLLM's CPU tests do,
+        so a refusal must be asked for.)"""
+        method = METHODS[workload.drafter]
+        if method not in self.async_refusals:
+            self.async_refusals[method] = self._refusal(speculative)
+            if self.async_refusals[method] and self._refusal(None):
+                self.async_refusals[method] = ""  # refused without drafts too: not the method's
+        if self.async_refusals[method]:
+            raise NoSuchMode(
+                f"vLLM {self.version} does not run {method} drafts under async scheduling: "
+                f"{self.async_refusals[method]}"
+            )
+
+    def runs_v2(self, workload: EngineWorkload, vllm_config: Any) -> None:
+        """NoSuchMode where the release's v2 model runner does not run this drafter's method:
+        what its config lists as unsupported by the v2 runner
+        (`_get_v2_model_runner_unsupported_features`, 0.2x: 0.22.1 runs only EAGLE and MTP
+        there) and does not list without drafts. A release that keeps no list (0.34: the
+        v2 runner alone) runs every method it builds."""
+        unsupported = getattr(vllm_config, "_get_v2_model_runner_unsupported_features", None)
+        method = METHODS[workload.drafter]
+        if unsupported is None or method in self.v2_refusals:
+            if self.v2_refusals.get(method):
+                raise NoSuchMode(self.v2_refusals[method])
+            return
+        plain = copy.copy(vllm_config)
+        object.__setattr__(plain, "speculative_config", None)
+        added = [
+            u
+            for u in unsupported()
+            if u not in set(plain._get_v2_model_runner_unsupported_features())
+        ]
+        self.v2_refusals[method] = (
+            f"vLLM {self.version}'s v2 model runner does not run {method} drafts: it lists "
+            f"{'; '.join(added)} as unsupported"
+            if added
+            else ""
         )
+        if added:
+            raise NoSuchMode(self.v2_refusals[method])
+
+    def _refusal(self, speculative: Any) -> str:
+        v = self.v
+        try:
+            v.VllmConfig(
+                model_config=copy.copy(self.model_config),
+                cache_config=v.CacheConfig(block_size=16, enable_prefix_caching=True),
+                scheduler_config=v.SchedulerConfig(
+                    max_num_seqs=4,
+                    max_num_batched_tokens=64,
+                    max_model_len=64,
+                    is_encoder_decoder=False,
+                    enable_chunked_prefill=True,
+                    async_scheduling=True,
+                ),
+                device_config=self.device_config,
+                **({} if speculative is None else {"speculative_config": speculative}),
+            )
+        except Exception as e:  # its config's refusal, in its words
+            return f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        return ""
+
+    def prepare_drafters(self) -> None:
+        """Build the SpeculativeConfig of each drafter with a model of its own, for 1 to
+        MOST_DRAFTS drafts, while the draft's config.json can be read (before the box; the
+        first of each method inspects its model class in a subprocess, seconds, cached
+        under VLLM_CACHE_ROOT). A method the release's config refuses is recorded in
+        `refused`, with its message: no drafter of that kind is drawn (`drafters`)."""
+        for drafter, folder_name in DRAFT_FOLDERS.items():
+            if drafter in self.refused or (drafter, 1) in self.spec_configs:
+                continue
+            draft = self.folder / folder_name
+            draft.mkdir(parents=True, exist_ok=True)
+            (draft / "config.json").write_text(json.dumps(MODEL))
+            try:
+                for k in range(1, MOST_DRAFTS + 1):
+                    self.spec_configs[drafter, k] = self.SpeculativeConfig(
+                        method=METHODS[drafter],
+                        model=str(draft),
+                        num_speculative_tokens=k,
+                        target_model_config=self.model_config,
+                        target_parallel_config=self.ParallelConfig(),
+                    )
+            except Exception as e:  # the release's own refusal: its verdict on the method
+                self.refused[drafter] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                for k in range(1, MOST_DRAFTS + 1):
+                    self.spec_configs.pop((drafter, k), None)
+
+    @property
+    def drafters(self) -> tuple[str, ...]:
+        """The kinds of drafter this release runs (workload.DRAFTERS), once prepared."""
+        return ("lookup", *(d for d in DRAFT_FOLDERS if (d, 1) in self.spec_configs))
 
     def drafts(self, proposed: dict[str, tuple[int, ...]]) -> Any:
         """The DraftTokenIds the engine core gives update_draft_token_ids() after a step

@@ -21,9 +21,9 @@ from pathlib import Path
 from schedcheck.engine.adapter import EngineSetup
 from schedcheck.engine.export import Rendered
 from schedcheck.engine.trace import EngineTrace
-from schedcheck.engine.vllm.build import MODEL
+from schedcheck.engine.vllm.build import DRAFT_FOLDERS, METHODS, MODEL
 from schedcheck.engine.vllm.modes import Mode
-from schedcheck.engine.workload import EOS
+from schedcheck.engine.workload import DRAFTERS, EOS
 
 __all__ = ["render"]
 
@@ -187,6 +187,18 @@ SPECULATIVE = """speculative = SpeculativeConfig(
 )
 """
 
+# A draft model or an EAGLE-3 head: the method the run used (build.METHODS), its config.json
+# the target's tiny one in a folder named as the run's (0.34 picks a head's config by the
+# name); the scheduler reserves its lookahead slots from the config, as a server's does.
+SPECULATIVE_MODEL = """draft = folder / DRAFT_FOLDER
+draft.mkdir()
+(draft / "config.json").write_text(json.dumps(MODEL))
+speculative = SpeculativeConfig(
+    method=METHOD, model=str(draft), num_speculative_tokens=SPEC,
+    target_model_config=model_config, target_parallel_config=ParallelConfig(),
+)
+"""
+
 # EngineCore.post_step (sync scheduling): the worker's drafts for the step's requests, from
 # the tokens each holds after the update (none for a chunk short of its end)
 PROPOSE = """drafts = [list(DRAFTS[tuple(self.requests[n].all_token_ids)]) if n in sampled else []
@@ -325,6 +337,10 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     if held:
         every = bool(setup.config.get("every_draft", False))
         facts.append(f"EVERY_DRAFT = {every}  # it reports every request it drafts for")
+    if w.drafts and w.drafter != "lookup":
+        facts.append(f"METHOD = {METHODS[w.drafter]!r}  # the drafter: {DRAFTERS[w.drafter]}")
+        facts.append(f"DRAFT_FOLDER = {DRAFT_FOLDERS[w.drafter]!r}")
+    speculative = SPECULATIVE if w.drafter == "lookup" else SPECULATIVE_MODEL
     propose = "" if not w.drafts or mode.overlapped else PROPOSE_HELD if held else PROPOSE
     release = _release(setup)
     return Rendered(
@@ -333,7 +349,7 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         imports=_imports(imported, bool(w.drafts)) + "\n" + "\n".join(facts),
         helpers=CORE.strip().replace("{propose}", propose),
         build_body=BUILD.replace("{cls}", cls)
-        .replace("{speculative}", SPECULATIVE if w.drafts else "")
+        .replace("{speculative}", speculative if w.drafts else "")
         .replace("{spec_arg}", "\n    speculative_config=speculative," if w.drafts else ""),
         spec=True,
         add_body=ADD,

@@ -32,6 +32,12 @@ class VllmMutant(NamedTuple):
         return kept or tuple(dict.fromkeys(m for m in moved if m in has))
 
 
+def lookahead_unreserved(scheduler: Any) -> None:
+    """A drafter's lookahead slots not reserved: allocate_slots asked for the step's tokens
+    only (its `num_lookahead_tokens` argument 0), for a draft model or an EAGLE head."""
+    scheduler.num_lookahead_tokens = 0
+
+
 def double_free(scheduler: Any) -> None:
     """A finished or preempted request's last block is released twice."""
     manager, free = scheduler.kv_cache_manager, scheduler._free_request_blocks
@@ -286,6 +292,14 @@ MUTANTS = (
         "the draft metrics count no draft accepted as -1 (speculative decoding)",
         none_accepted_as_minus_one,
         modes=("async-v2",),
+        drafts=True,
+    ),
+    VllmMutant(
+        "lookahead_unreserved",
+        "E17",
+        "a drafter's lookahead slots not reserved (speculative decoding, a draft model or head)",
+        lookahead_unreserved,
+        modes=("async-v2", "sync-v2"),
         drafts=True,
     ),
     # The scheduler sends draft values only to the v1 runner (the v2 runner keeps its own
