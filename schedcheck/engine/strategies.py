@@ -177,10 +177,15 @@ def engine_workloads(
     drafts, miss, drafter = 0, 0, "lookup"
     if features.drafts and draw(st.integers(0, 2)) == 2:  # one workload in three
         drafts, miss = draw(st.integers(1, features.drafts)), draw(st.integers(0, 8))
-        drafter, its_modes = draw(st.sampled_from(features.drafters))
-        modes = its_modes or features.draft_modes
-        if modes and config.mode not in modes:
-            config = replace(config, mode=modes[0])
+        if features.draft_modes and config.mode not in features.draft_modes:
+            config = replace(config, mode=features.draft_modes[0])
+        # a drafter the release runs in the workload's mode (the search keeps its modes'
+        # shares: a release that runs only EAGLE async drafts with EAGLE there); where none
+        # does, any, in a mode of its own
+        here = [d for d in features.drafters if not d[1] or config.mode in d[1]]
+        drafter, its_modes = draw(st.sampled_from(here or features.drafters))
+        if its_modes and config.mode not in its_modes:
+            config = replace(config, mode=its_modes[0])
         # a lone request's drafts after its last token take KV slots too, and a drafter
         # with a forward pass writes as many again after them (E17)
         extra = -(-(drafts + (drafts if drafter != "lookup" else 0)) // config.block_size)

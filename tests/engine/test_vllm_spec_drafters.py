@@ -165,6 +165,31 @@ def test_drawn_drafters_are_the_features_and_run_in_their_modes(data: st.DataObj
     assert w.problems(reserved=1) == []
 
 
+def test_a_drafter_is_drawn_among_those_the_workload_s_mode_runs() -> None:
+    """Modes keep their shares: a release that runs only its head async drafts with the
+    head there (0.22.1 runs n-gram and draft models in sync-v1 only), never moves an
+    async workload to sync for a drafter it cannot run."""
+    features = replace(
+        VLLM.features,
+        draft_modes=("async-v2", "sync-v1"),
+        drafters=(("lookup", ("sync-v1",)), ("model", ("sync-v1",)), ("hidden", ())),
+    )
+    seen: list[tuple[str, str]] = []
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(engine_workloads(features=features, modes=features.draft_modes))
+    def drawn(w: EngineWorkload) -> None:
+        if w.drafts:
+            seen.append((w.config.mode, w.drafter))
+
+    drawn()
+    assert {d for m, d in seen if m == "async-v2"} == {"hidden"}
+    assert {d for m, d in seen if m == "sync-v1"} == {"lookup", "model", "hidden"}
+    # moving the mode to fit the drafter drew async-v2 for one drafting workload in six
+    share = sum(m == "async-v2" for m, _ in seen) / len(seen)
+    assert share > 1 / 3, f"{share:.2f} of drafting workloads in async-v2"
+
+
 def test_a_replayed_drafter_the_run_does_not_draw_is_said() -> None:
     w = recorded("spec_model_trace.json").workload
     features = replace(VLLM.features, draft_modes=("async-v2",), drafters=(("lookup", ()),))
