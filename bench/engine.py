@@ -102,13 +102,16 @@ def release_rates(name: str, package: str, every: dict[str, str]) -> str:
     checks = active(on=adapter.policies_on)
     setup = adapter.setup(None, argparse.Namespace(**every))
     local = LocalEngine(adapter, setup)
+    setup = adapter.settle(setup, local.run)  # which drafters run where (trial runs)
+    local.use(setup)
     start = time.perf_counter()
     isolated = IsolatedEngine(adapter, setup)
     started = time.perf_counter() - start
     lines = []
     try:
         for mode in setup.modes:
-            # the default run's draws: no drafts unless --features spec (drawn() in command)
+            # without drafts, then (issue 49) workloads that all draft, each with a drafter
+            # the release runs in the mode: their rate beside the plain one
             plain = replace(adapter.features, drafts=0)
             workloads = engine_sample(COUNT, plain, (mode,))
             here = statistics.median(engine_rate(local, workloads, checks) for _ in range(3))
@@ -117,6 +120,16 @@ def release_rates(name: str, package: str, every: dict[str, str]) -> str:
                 f"{adapter.title} {version(package)} {mode} ({len(workloads)} workloads, every "
                 f"check): in-process {here:.0f} examples/s, isolated {boxed:.0f} examples/s"
             )
+            features = setup.features(adapter.features)
+            if features.drafts and mode in features.draft_modes:
+                sample = engine_sample(4 * COUNT, features, (mode,))
+                drafting = [w for w in sample if w.drafts and w.config.mode == mode][:COUNT]
+                rate = statistics.median(engine_rate(local, drafting, checks) for _ in range(3))
+                lines.append(
+                    f"  with drafts ({len(drafting)} workloads, drafters "
+                    f"{', '.join(sorted({w.drafter for w in drafting}))}): in-process "
+                    f"{rate:.0f} examples/s, {rate / here:.0%} of the plain rate"
+                )
     finally:
         local.stop()
         isolated.stop()

@@ -72,6 +72,7 @@ class Features:
     # the kinds of drafter drawn (workload.DRAFTERS), each with the draft modes it runs in
     # (empty: every one of draft_modes)
     drafters: tuple[tuple[str, tuple[str, ...]], ...] = (("lookup", ()),)
+    draft_schedules: bool = False  # dynamic draft lengths by batch size (workload.draft_schedule)
 
 
 PLAIN = Features()

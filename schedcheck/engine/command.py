@@ -259,6 +259,7 @@ def engine_command(args: argparse.Namespace) -> int:
                 kind + (f" (only {', '.join(modes)})" if modes else "")
                 for kind, modes in features.drafters
             )
+            + ("; draft lengths by batch size (drawn)" if features.draft_schedules else "")
         )
     print(f"checks: {' '.join(checks)}" + _switched(checks, adapter.policies_on))
     print(f"isolation: {engine.isolation} ({LEVELS[engine.isolation]})")
@@ -426,6 +427,8 @@ def unsupported(
         )
     if workload.drafts and not features.drafts:
         found.append("speculative decoding, which this run does not draw (--features spec)")
+    if workload.draft_schedule and not (features.drafts and features.draft_schedules):
+        found.append("a draft schedule by batch size, which this run does not draw")
     drafters = dict(features.drafters)
     if workload.drafts and features.drafts and workload.drafter not in drafters:
         found.append(

@@ -49,6 +49,7 @@ DRAFTS_SOME = "some drafts of a step accepted"
 DRAFTS_FEW = "a decode with fewer drafts than asked, or none"
 DRAFTS_PREEMPTED = "preemption of a request with drafts scheduled the step before"
 DRAFTS_LOOKAHEAD = "a decode whose drafter writes KV past the step (lookahead slots)"
+DRAFTS_BY_BATCH = "a decode in a batch its draft schedule drafts less after (by batch size)"
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -78,7 +79,11 @@ def labels(
     )
     shown = tuple(mode_label(m) for m in modes) if len(modes) > 1 else ()
     base = tuple(label for label in LABELS if features.ignore_eos or label != IGNORED_EOS)
-    spec = SPEC if features.drafts else ()
+    spec = (
+        (*SPEC, *((DRAFTS_BY_BATCH,) if features.draft_schedules else ()))
+        if features.drafts
+        else ()
+    )
     return (*base, *(label for label, has in extra if has), *spec, *reaches, *shown)
 
 
@@ -198,7 +203,16 @@ def engine_workloads(
         rows = config.max_num_seqs if drafter == "model" else 0
         budget = max(config.max_num_batched_tokens, 1 + drafts + rows)
         config = replace(config, max_num_batched_tokens=budget)
-    return EngineWorkload(config, tuple(requests), vocab, eos, resets, early, drafts, miss, drafter)
+    schedule: tuple[tuple[int, int, int], ...] = ()
+    if drafts and features.draft_schedules and draw(st.integers(0, 1)):  # one in two
+        # the batch sizes up to `split` drafting one count, those after another
+        split = draw(st.integers(1, config.max_num_seqs))
+        small, large = draw(st.integers(0, drafts)), draw(st.integers(0, drafts))
+        after = ((split + 1, config.max_num_seqs, large),) if split < config.max_num_seqs else ()
+        schedule = ((1, split, small), *after)
+    return EngineWorkload(
+        config, tuple(requests), vocab, eos, resets, early, drafts, miss, drafter, schedule
+    )
 
 
 def longest_of(requests: list[EngineRequest]) -> int:
@@ -256,6 +270,8 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
             continue  # a prefill chunk short of its end: no drafts, none asked
         if w.lookahead:
             seen.add(DRAFTS_LOOKAHEAD)
+        if w.drafts_after(len(step.scheduled)) < w.drafts:
+            seen.add(DRAFTS_BY_BATCH)
         # the drafts the runner computed: the scheduler's, or its own (kv.computed_on)
         drafts = computed_on(seq, copies[i])[len(seq.own) :]
         if seq.drafts < w.drafts or UNKNOWN in drafts:

@@ -139,6 +139,12 @@ def workload_lines(w: EngineWorkload) -> list[str]:
                 "greedily: the drafts the model agrees with, then one token of its own; "
                 f"proposed by {w.drafter}: {DRAFTERS.get(w.drafter, '?')}"
                 + (f" ({w.lookahead} lookahead slots, E17)" if w.lookahead else "")
+                + (
+                    "; drafts after a step by its batch size: "
+                    + ", ".join(f"{a}-{b}: {k}" for a, b, k in w.draft_schedule)
+                    if w.draft_schedule
+                    else ""
+                )
             ]
             if w.drafts
             else []

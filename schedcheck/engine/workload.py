@@ -118,25 +118,31 @@ class EngineWorkload:
     # what proposes them (DRAFTERS): a lookup in the tokens, or a forward pass of its own
     # that writes its drafts' KV past the step's last position (E17)
     drafter: str = "lookup"
+    # dynamic draft lengths: (batch sizes from, to, drafts), the first from 1; a step of a
+    # batch size in a range is followed by that many drafts, capped at `drafts` (vLLM's
+    # num_speculative_tokens_per_batch_size); empty: `drafts` after every step
+    draft_schedule: tuple[tuple[int, int, int], ...] = ()
 
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
         h = zlib.crc32(",".join(map(str, tokens)).encode())
         return EOS if h % 16 < self.eos_per_16 else 1 + (h >> 4) % self.vocab
 
-    def propose(self, tokens: Sequence[int]) -> tuple[int, ...]:
+    def propose(self, tokens: Sequence[int], most: int | None = None) -> tuple[int, ...]:
         """The simulated proposer's drafts after `tokens` (an n-gram lookup, a draft model,
         EAGLE: whichever the engine runs, its drafts as the scheduler sees them): up to
         `drafts` tokens, each the model's own next token unless it misses (then a token the
         model would not give, and what follows it from there); now and then fewer than
         asked, or none, as an n-gram lookup that finds no match. A function of the sequence,
-        as next_token is: the same in every process and every run."""
+        as next_token is: the same in every process and every run. `most`: the drafts the
+        engine asks for this step (a dynamic draft length), a prefix of the same chain."""
         if not self.drafts:
             return ()
         h = zlib.crc32(("draft:" + ",".join(map(str, tokens))).encode())
         if h % 8 == 0:
             return ()  # no match
         count = self.drafts if h % 8 > 1 else 1 + (h >> 3) % self.drafts
+        count = count if most is None else min(count, most)
         chain, out = list(tokens), []
         for i in range(count):
             right = self.next_token(chain)
@@ -145,6 +151,16 @@ class EngineWorkload:
             chain.append(token)
             out.append(token)
         return tuple(out)
+
+    def drafts_after(self, batch: int) -> int:
+        """The drafts proposed after a step of `batch` requests: its range's count in the
+        draft schedule (a batch size between ranges or past the last takes the range
+        before it, as vLLM's dense lookup does), capped at `drafts`; `drafts` without one."""
+        count = self.drafts
+        for start, _, drafts in self.draft_schedule:
+            if start <= batch:
+                count = min(drafts, self.drafts)
+        return count
 
     def verify(self, tokens: Sequence[int], drafts: Sequence[int]) -> tuple[int, ...]:
         """What a step that computes `tokens`' last position and `drafts` after it samples,
@@ -235,6 +251,7 @@ class EngineWorkload:
             found.append(f"drafts {self.drafts} is not a count of draft tokens from 0 to 8")
         if not 0 <= self.draft_miss_per_8 <= 8:
             found.append(f"draft_miss_per_8 {self.draft_miss_per_8} is not from 0 to 8")
+        found.extend(self._schedule_problems())
         if self.drafter not in DRAFTERS:
             found.append(f"drafter {self.drafter!r} is none of {', '.join(DRAFTERS)}")
         if self.drafts:  # a lone request's drafts past its last token take KV slots too
@@ -275,6 +292,25 @@ class EngineWorkload:
             found.append(
                 f"max_num_batched_tokens {c.max_num_batched_tokens} is below "
                 f"max_num_seqs {c.max_num_seqs}"
+            )
+        return found
+
+    def _schedule_problems(self) -> list[str]:
+        """Why draft_schedule is not one an engine takes: ranges of batch sizes, the first
+        from 1, in order and apart, each a count of drafts up to `drafts`."""
+        found, last = [], 0
+        for entry in self.draft_schedule:
+            start, end, count = entry
+            if start <= last or end < start or not 0 <= count <= self.drafts:
+                found.append(
+                    f"draft_schedule entry {list(entry)} is not a range of batch sizes after "
+                    f"{last} with 0 to {self.drafts} drafts"
+                )
+            last = max(last, end)
+        if self.draft_schedule and (self.draft_schedule[0][0] != 1 or not self.drafts):
+            found.append(
+                f"draft_schedule {[list(e) for e in self.draft_schedule]} must start at batch "
+                "size 1, and only a workload with drafts has one"
             )
         return found
 
@@ -320,8 +356,14 @@ class EngineWorkload:
             int(data.get("drafts", 0)),
             int(data.get("draft_miss_per_8", 0)),
             str(data.get("drafter", "lookup")),
+            tuple(_entry(e) for e in data.get("draft_schedule", ())),
         )
 
     @classmethod
     def from_json(cls, text: str) -> EngineWorkload:
         return cls.from_dict(json.loads(text))
+
+
+def _entry(data: Any) -> tuple[int, int, int]:
+    start, end, count = data
+    return int(start), int(end), int(count)

@@ -116,7 +116,7 @@ def test_a_config_the_release_refuses_is_no_verdict(vllm: LocalEngine) -> None:
     must exceed the lookahead slots; 0.2x: leave a token after a row per max_num_seqs). The
     run is undrivable (a usage error naming the refusal), never E6."""
     build(vllm).patch = None
-    mode = release_modes()[0]
+    mode = next(m for m in release_modes() if m.startswith("sync"))  # drafts driven there
     refused = EngineWorkload(
         EngineConfig(12, 2, 3, 3, mode=mode), (ONE,), 2, drafts=3, drafter="model"
     )
@@ -124,6 +124,38 @@ def test_a_config_the_release_refuses_is_no_verdict(vllm: LocalEngine) -> None:
     assert failure is not None and failure.check == UNDRIVABLE, failure
     said = ("refuses this workload's config", "has no model drafter")  # 0.11: no draft models
     assert any(words in failure.message for words in said), failure.message
+
+
+def test_a_draft_schedule_sets_each_step_s_drafts_by_its_batch_size(vllm: LocalEngine) -> None:
+    """Dynamic draft lengths (0.33 on: num_speculative_tokens_per_batch_size): 2 drafts after
+    a step of one request, none after a step of two. The simulated proposer drafts what
+    the scheduler asks (num_spec_tokens_to_schedule), and each step's drafts are what the
+    batch size of the step before gave; every check holds. A release without the field
+    refuses the run (undrivable: not drawn there)."""
+    build(vllm).patch = None
+    mode = next(m for m in release_modes() if m.startswith("sync"))
+    requests = (EngineRequest("r1", (1, 2), 6, True), EngineRequest("r2", (2, 1, 2), 6, True, 3))
+    w = EngineWorkload(
+        EngineConfig(12, 2, 2, 6, mode=mode),
+        requests,
+        2,
+        drafts=2,
+        draft_schedule=((1, 1, 2), (2, 2, 0)),
+    )
+    trace = vllm.run(w)
+    if trace.failure is not None and "takes no draft schedule" in trace.failure.message:
+        assert trace.failure.check == UNDRIVABLE
+        return
+    assert trace.failure is None and check_engine(trace, CHECKS) == []
+    counts = []
+    for before, step in zip(trace.steps, trace.steps[1:], strict=False):
+        most = w.drafts_after(len(before.scheduled))
+        for seq in step.scheduled:
+            if seq.num_cached + seq.num_scheduled >= len(seq.token_ids):  # it decodes
+                assert seq.drafts <= most, (step.step, seq)
+                counts.append((len(before.scheduled), seq.drafts))
+    assert {n for n, k in counts if k} == {1}  # drafts only after a step of one
+    assert (2, 0) in counts  # and none after a step of two
 
 
 def test_vllm_09_is_found_where_the_ledger_says(vllm: LocalEngine) -> None:

@@ -82,7 +82,8 @@ def test_v2_computes_its_own_drafts_at_its_own_positions() -> None:
 
     first = output({"r": 2}, new=(new_request("r", [1, 2], [0, 1]),))
     runner.execute(runner.receive(first), first, sample)
-    runner.propose("r", (4,))
+    runner.propose("r", (4,), 1)
+    assert runner.drafting() == {"r": 1}  # the width its handler tells the scheduler
     second = output({"r": 2}, cached=(("r", 99, None, False),), spec={"r": [UNKNOWN]})
     runner.execute(runner.receive(second), second, sample)
     assert seen[-1].token_ids == (1, 2, 3, 4) and seen[-1].num_cached == 2
@@ -90,3 +91,5 @@ def test_v2_computes_its_own_drafts_at_its_own_positions() -> None:
     runner.execute(runner.receive(third), third, sample)
     assert seen[-1].num_cached == 3 and seen[-1].token_ids == (1, 2, 3, 6)
     assert runner.held("r") == (1, 2, 3, 6, 7)
+    runner.propose("r", None, 0)  # a step whose schedule asked for no drafts
+    assert runner.drafting() == {"r": 0}

@@ -266,7 +266,9 @@ def test_settle_keeps_each_drafter_in_the_modes_its_trial_runs_in() -> None:
 
     setup = EngineSetup("/x", "vllm", "vllm", "", draft_modes=("async-v2", "sync-v1", "sync-v2"))
     settled = VLLM.settle(setup, run)
-    assert len(asked) == 9 and {w for _, w in asked} == set(setup.draft_modes)
+    # each drafter in each mode, then a draft schedule with the first that runs, where it runs
+    assert len(asked) == 10 and {w for _, w in asked} == set(setup.draft_modes)
+    assert asked[-1] == ("lookup", "sync-v1") and "draft_schedules" not in settled.lacks
     assert settled.drafters == (
         ("lookup", ("sync-v1", "sync-v2")),
         ("model", ("sync-v1",)),
@@ -283,3 +285,60 @@ def test_settle_keeps_each_drafter_in_the_modes_its_trial_runs_in() -> None:
     )
     assert nowhere.draft_modes == () and not nowhere.features(VLLM.features).drafts
     assert VLLM.settle(replace(setup, draft_modes=()), run) == replace(setup, draft_modes=())
+    # a release that takes no schedule (before 0.33): none drawn, and the header says why
+    said = "vLLM 0.22.1 takes no draft schedule by batch size"
+
+    def no_schedule(w: EngineWorkload) -> EngineTrace:
+        if w.draft_schedule:
+            return EngineTrace(w, TRAITS, failure=EngineFailure(UNDRIVABLE, 0, "Scheduler()", said))
+        return run(w)
+
+    older = VLLM.settle(setup, no_schedule)
+    assert "draft_schedules" in older.lacks and not older.features(VLLM.features).draft_schedules
+    assert older.settled[-1] == f"no dynamic draft lengths: {said}"
+
+
+def test_a_draft_schedule_is_checked_read_and_said() -> None:
+    w = recorded("spec_model_trace.json").workload  # 3 drafts, max_num_seqs 2
+    dynamic = replace(w, draft_schedule=((1, 1, 3), (2, 4, 1)))
+    assert dynamic.problems(reserved=1) == []
+    assert [dynamic.drafts_after(n) for n in (1, 2, 3, 9)] == [3, 1, 1, 1]
+    assert replace(w, draft_schedule=((1, 1, 5),)).drafts_after(1) == 3  # capped at drafts
+    assert w.drafts_after(2) == 3  # no schedule: drafts after every step
+    bad = {
+        ((2, 3, 1),): "must start at batch size 1",
+        ((1, 2, 1), (2, 3, 1)): "entry [2, 3, 1] is not a range of batch sizes after 2",
+        ((1, 2, 4),): "with 0 to 3 drafts",
+    }
+    for schedule, said in bad.items():
+        found = replace(w, draft_schedule=schedule).problems(reserved=1)
+        assert any(said in p for p in found), (schedule, found)
+    assert any(
+        "only a workload with drafts" in p
+        for p in replace(w, drafts=0, draft_schedule=((1, 2, 0),)).problems(reserved=1)
+    )
+    again = EngineWorkload.from_json(dynamic.to_json())
+    assert again == dynamic and EngineWorkload.from_dict({**w.to_dict()}).draft_schedule == ()
+    said = "\n".join(workload_lines(dynamic))
+    assert "drafts after a step by its batch size: 1-1: 3, 2-4: 1" in said
+
+
+def test_the_proposer_drafts_a_prefix_of_its_chain_when_asked_for_fewer() -> None:
+    w = replace(recorded("spec_model_trace.json").workload, draft_miss_per_8=3)
+    for tokens in ((1,), (1, 2), (2, 1, 1), (1, 1, 2, 2)):
+        full = w.propose(tokens)
+        for most in range(0, w.drafts + 1):
+            assert w.propose(tokens, most) == full[:most]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.data())
+def test_drawn_draft_schedules_are_valid_and_cover_the_batch_sizes(data: st.DataObject) -> None:
+    features = replace(VLLM.features, draft_modes=("sync-v2",), draft_schedules=True)
+    w = data.draw(engine_workloads(features=features, modes=("sync-v2",)))
+    assert w.problems(reserved=1) == []
+    if w.draft_schedule:
+        assert w.drafts and w.draft_schedule[0][0] == 1
+        assert w.draft_schedule[-1][1] == w.config.max_num_seqs
+    plain = data.draw(engine_workloads(features=replace(features, draft_schedules=False)))
+    assert plain.draft_schedule == ()

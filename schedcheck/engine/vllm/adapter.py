@@ -91,6 +91,7 @@ class Vllm:
         timing=True,
         drafts=4,  # num_speculative_tokens 1 to 4 (--features spec), every mode but async-v1
         drafters=tuple((kind, ()) for kind in DRAFTERS),  # as its release has them: settle
+        draft_schedules=True,  # num_speculative_tokens_per_batch_size, where it has it: settle
     )
     # its running cap, its preemption rules, its running requests scheduled first
     policies_on = frozenset({"E9", "E10", "E13", "E15", "E16", "E17"})
@@ -222,7 +223,20 @@ class Vllm:
         if not drafters:  # no drafter runs here: speculative decoding is not drawn
             lacks = (*setup.lacks, "drafts")
             return replace(setup, draft_modes=(), lacks=lacks, settled=(*setup.settled, *said))
-        return replace(setup, drafters=tuple(drafters), settled=(*setup.settled, *said))
+        # dynamic draft lengths, where its SpeculativeConfig takes a schedule (0.33 on)
+        kind, modes = drafters[0]
+        dynamic = replace(trial(kind, (modes or setup.draft_modes)[0]), draft_schedule=DYNAMIC)
+        failure = run(dynamic).failure
+        lacks = setup.lacks
+        if failure is not None and failure.check == UNDRIVABLE:
+            lacks = (*lacks, "draft_schedules")
+            said.append(f"no dynamic draft lengths: {failure.message}")
+        return replace(
+            setup, drafters=tuple(drafters), lacks=lacks, settled=(*setup.settled, *said)
+        )
+
+
+DYNAMIC = ((1, 1, 2), (2, 8, 1))  # a trial's draft schedule: 2 drafts alone, 1 beside others
 
 
 def trial(drafter: str, mode: str) -> EngineWorkload:

@@ -278,15 +278,25 @@ class Build:
         simulated proposer's (EngineWorkload.propose), handed over as the worker's are; the
         scheduler-visible traits (lookahead slots, EAGLE's block drop, a prefill's
         lookahead) are the release's own, from the config built."""
+        schedule = [list(e) for e in workload.draft_schedule]
         if workload.drafter == "lookup":
-            return self.SpeculativeConfig(
-                method="ngram",
-                num_speculative_tokens=workload.drafts,
-                prompt_lookup_max=workload.drafts,
-                prompt_lookup_min=1,
-                target_model_config=model_config,
-                target_parallel_config=self.ParallelConfig(),
-            )
+            try:
+                return self.SpeculativeConfig(
+                    method="ngram",
+                    num_speculative_tokens=workload.drafts,
+                    prompt_lookup_max=workload.drafts,
+                    prompt_lookup_min=1,
+                    target_model_config=model_config,
+                    target_parallel_config=self.ParallelConfig(),
+                    **({"num_speculative_tokens_per_batch_size": schedule} if schedule else {}),
+                )
+            except (TypeError, ValueError) as e:  # no such field before 0.33: no such mode
+                if not schedule:
+                    raise
+                raise NoSuchMode(
+                    f"vLLM {self.version} takes no draft schedule by batch size: "
+                    f"{str(e).splitlines()[0][:200]}"
+                ) from None
         key = (workload.drafter, workload.drafts)
         if key not in self.spec_configs:
             why = self.refused.get(workload.drafter, "not prepared before the run")
@@ -294,7 +304,14 @@ class Build:
                 f"vLLM {self.version} has no {workload.drafter} drafter "
                 f"({METHODS.get(workload.drafter)}) with {workload.drafts} drafts: {why}"
             )
-        return copy.copy(self.spec_configs[key])
+        made = copy.copy(self.spec_configs[key])
+        if schedule:
+            if not hasattr(made, "num_speculative_tokens_per_batch_size"):
+                raise NoSuchMode(f"vLLM {self.version} takes no draft schedule by batch size")
+            # built before the box for a fixed length; the schedule is data the scheduler
+            # reads when built (its dense lookup, validated there)
+            object.__setattr__(made, "num_speculative_tokens_per_batch_size", schedule)
+        return made
 
     def runs_async(self, workload: EngineWorkload, speculative: Any) -> None:
         """NoSuchMode where the release's config refuses async scheduling with this

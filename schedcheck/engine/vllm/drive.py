@@ -311,8 +311,11 @@ class VllmDriver:
         drafts = {v.name: v.drafts for v in views}
         batch = Batch(out, order, kept, set(), {n: drafts[n] + 1 - len(t) for n, t in kept.items()})
         if self.workload.drafts and self.runner.keeps_drafts:  # its proposer, after the step
-            for name in kept:
-                self.runner.propose(name, self.workload.propose(self.runner.held(name)))
+            width = self.step_drafts(out)
+            for name in order:
+                held = self.runner.held(name)
+                proposal = self.workload.propose(held, width) if name in kept else None
+                self.runner.propose(name, proposal, width)
         # the scheduler's state after schedule() (the runner touched none of it), this
         # batch's tokens in flight with the others'
         before = read("schedule()", lambda: self.pool(batch))
@@ -346,18 +349,27 @@ class VllmDriver:
         which the scheduler would drop), handed to update_draft_token_ids()."""
         if not batch.order:
             return  # no model ran: nothing proposed
-        held = self.runner.held
+        held, width = self.runner.held, self.step_drafts(batch.out)
         if self.runner.keeps_drafts:  # only their width, as placeholders (v2 runner)
-            names = self.runner.drafting() if self.core.every_draft else batch.order
-            proposed = {n: (UNKNOWN,) * self.workload.drafts for n in names}
+            every = self.core.every_draft
+            widths = self.runner.drafting() if every else dict.fromkeys(batch.order, width)
+            proposed = {n: (UNKNOWN,) * w for n, w in widths.items()}
         else:
             proposed = {
-                n: self.workload.propose(held(n)) if n in batch.sampled else () for n in batch.order
+                n: self.workload.propose(held(n), width) if n in batch.sampled else ()
+                for n in batch.order
             }
         drafts = self.run.read("update_draft_token_ids()", lambda: self.build.drafts(proposed))
         self.run.call(
             "update_draft_token_ids()", lambda: self.scheduler.update_draft_token_ids(drafts)
         )
+
+    def step_drafts(self, out: Any) -> int:
+        """The drafts its proposer makes after the step `out` scheduled: the count the
+        scheduler asks for (0.33 on: `num_spec_tokens_to_schedule`, by the batch size where
+        the workload has a draft schedule), else num_speculative_tokens."""
+        asked = getattr(out, "num_spec_tokens_to_schedule", None)
+        return self.workload.drafts if asked is None else int(asked)
 
     def model_runner(self, work: Callable[[], _T]) -> _T:
         """The simulated runner's work: where the SchedulerOutput lacks what vLLM's runner

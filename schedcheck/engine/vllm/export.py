@@ -314,6 +314,11 @@ def _release(setup: EngineSetup) -> str:
 def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     """vLLM's calls for the exported test."""
     w = trace.workload
+    if w.draft_schedule:  # its proposer's count per step is the scheduler's, not a literal
+        return (
+            "the workload's draft lengths follow a schedule by batch size, which its test "
+            "does not drive yet"
+        )
     mode = Mode.parse(w.config.mode or setup.modes[0])
     looks = bool(setup.config.get("looks_at_device", False))
     cls = "AsyncScheduler" if mode.overlapped else "Scheduler"

@@ -85,12 +85,14 @@ class ModelRunner(Protocol):
     """Whether it computes on drafts it keeps itself (v2), not on those the SchedulerOutput
     sends (v1): its scheduler is sent placeholders (-1) for them."""
 
-    def propose(self, name: str, drafts: tuple[int, ...]) -> None:
-        """Keep the drafts its proposer made for `name` after a step (where keeps_drafts)."""
+    def propose(self, name: str, drafts: tuple[int, ...] | None, width: int) -> None:
+        """After a step of `name`'s: keep the drafts its proposer made (None: none, a
+        prefill chunk short of its end) and the step's draft width (where keeps_drafts)."""
         ...
 
-    def drafting(self) -> list[str]:
-        """The requests it holds drafts for (where keeps_drafts), in the order it got them."""
+    def drafting(self) -> dict[str, int]:
+        """The requests it holds drafts for (where keeps_drafts), in the order it got them,
+        each with the draft width of its last step (what it tells the scheduler)."""
         ...
 
 
@@ -105,11 +107,11 @@ class _Runner:
         self.tokens: dict[str, list[int]] = {}
         self.starts: dict[str, int] = {}
 
-    def propose(self, name: str, drafts: tuple[int, ...]) -> None:
+    def propose(self, name: str, drafts: tuple[int, ...] | None, width: int) -> None:
         """v1 keeps none: the engine core hands them to the scheduler, which sends them."""
 
-    def drafting(self) -> list[str]:
-        return []
+    def drafting(self) -> dict[str, int]:
+        return {}
 
     def held(self, name: str) -> tuple[int, ...]:
         """The tokens it holds for `name` (what its proposer drafts from)."""
@@ -246,18 +248,22 @@ class V2Runner(_Runner):
         super().__init__(overlapped)
         self.prefill: dict[str, int] = {}  # prefill_len: the tokens it was given
         self.drafts: dict[str, tuple[int, ...]] = {}  # its proposer's, by request
+        self.widths: dict[str, int] = {}  # the draft width of each one's last step
 
     def forget(self, name: str) -> None:
         super().forget(name)
         self.prefill.pop(name, None)
         self.drafts.pop(name, None)
+        self.widths.pop(name, None)
 
-    def propose(self, name: str, drafts: tuple[int, ...]) -> None:
+    def propose(self, name: str, drafts: tuple[int, ...] | None, width: int) -> None:
         if name in self.tokens:
-            self.drafts[name] = drafts
+            self.widths[name] = width
+            if drafts is not None:
+                self.drafts[name] = drafts
 
-    def drafting(self) -> list[str]:
-        return list(self.drafts)
+    def drafting(self) -> dict[str, int]:
+        return {name: self.widths.get(name, 0) for name in self.drafts}
 
     def receive(self, out: Any) -> list[str]:
         preempted = getattr(out, "preempted_req_ids", None) or set()
