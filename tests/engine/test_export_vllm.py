@@ -51,7 +51,7 @@ FIXED_IN = {
     "VLLM_05": NOT_FIXED,  # unreported: the padding's `break` under a small budget
     "VLLM_06": (0, 27, 0),  # the stale-output rework (#48245) replaced the discard counter
     "VLLM_07": (0, 25, 0),  # no rollback while stale frames are discarded (#46066)
-    "VLLM_10": (0, 33, 0),  # a new request's lookahead slots (#43733; 0.32.0 not read)
+    "VLLM_10": (0, 32, 0),  # a new request's lookahead slots (#43733, read in 0.32.0)
 }
 # ... and, where it came later than the first release CI could pin, the first with the bug
 INTRODUCED_IN = {
