@@ -113,7 +113,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--features",
         metavar="NAMES",
         help="what the workloads draw beyond the engine's default: spec (speculative "
-        "decoding: drafts proposed, verified and rolled back; vLLM, in its sync modes so far), "
+        "decoding: drafts proposed, verified and rolled back; vLLM), "
         "or none (default: the engine's own, which draws no drafts yet)",
     )
     engine.add_argument(

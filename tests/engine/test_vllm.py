@@ -87,7 +87,7 @@ def test_speculative_decoding_passes_a_bounded_search_and_its_drafts_meet_every_
     vllm: LocalEngine,
 ) -> None:
     """--features spec on the release: drafts drawn in every mode of it schedcheck drives
-    them in (EngineSetup's draft_modes: all but async-v1; async-v2, where it has it, the
+    them in (EngineSetup's draft_modes: every mode; async-v2, where it has it, the
     default of its servers), every check holds, and steps are reached whose drafts were all
     accepted, none, some, and decodes with fewer drafts than asked (padding included)."""
     build(vllm).patch = None
@@ -98,8 +98,8 @@ def test_speculative_decoding_passes_a_bounded_search_and_its_drafts_meet_every_
     assert not vllm_setup(None, none).draft_modes  # --features none: none warmed up
     features = every.features(VLLM.features)
     assert features.drafts and features.draft_modes
-    # every mode but async-v1, the run's own first (an equal set was the same test, twice)
-    assert set(features.draft_modes) == {m for m in every.modes if m != "async-v1"}
+    # every mode, the run's own first (an equal set was the same test, twice)
+    assert set(features.draft_modes) == set(every.modes)
     # fcfs only: under the priority policy the search finds VLLM-09 (a request preempted
     # in the step that scheduled it leaves a block cached over a position never computed,
     # vllm-project/vllm#43569, open), which test_vllm_09_is_found_where_the_ledger_says

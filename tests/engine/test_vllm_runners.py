@@ -93,3 +93,39 @@ def test_v2_computes_its_own_drafts_at_its_own_positions() -> None:
     assert runner.held("r") == (1, 2, 3, 6, 7)
     runner.propose("r", None, 0)  # a step whose schedule asked for no drafts
     assert runner.drafting() == {"r": 0}
+
+
+def test_v1_async_with_drafts_corrects_the_previous_batch_s_rejections_only() -> None:
+    """vLLM's v1 runner under async scheduling with drafts (0.11.1's `_update_states`,
+    0.22.1's deferred `correct_spec_decode_token_counts`): it computes its own drafts (the
+    scheduler's are -1s) and takes the previous batch's rejected drafts off the scheduler's
+    optimistic num_computed_tokens, for a request of that batch only; its last own
+    token's input is the device's sample."""
+    runner = V1Runner(overlapped=True)
+    assert runner.keeps_drafts and not V1Runner(overlapped=False).keeps_drafts
+    seen: list[Copy] = []
+    answers = iter([(3,), (5,), (6,), (7,)])  # the model: r's draft 4 rejected at step 2
+
+    def sample(name: str, copy: Copy, drafts: int) -> tuple[int, ...]:
+        seen.append(copy)
+        return next(answers)
+
+    first = output({"r": 2}, new=(new_request("r", [1, 2], [0, 1]),))
+    runner.execute(runner.receive(first), first, sample)
+    runner.propose("r", (4,), 1)
+    # step 2: the scheduler counts 2 computed; one token (on the device) and the draft
+    second = output({"r": 2}, cached=(("r", 2, None, False),), spec={"r": [UNKNOWN]})
+    runner.execute(runner.receive(second), second, sample)
+    assert seen[-1].token_ids == (1, 2, 3, 4) and seen[-1].num_cached == 2
+    runner.propose("r", (6,), 1)
+    # step 3: the scheduler counts the rejected draft as computed (4); the runner starts
+    # at 3, where the model's own 5 is (from the device), and computes its draft 6 after
+    # it; its CPU copy holds -1 for the token sampled on the device at step 1
+    third = output({"r": 2}, cached=(("r", 4, None, False),), spec={"r": [UNKNOWN]})
+    runner.execute(runner.receive(third), third, sample)
+    assert seen[-1].num_cached == 3 and seen[-1].token_ids == (1, 2, UNKNOWN, 5, 6)
+    # a step without r, then r again: its update has landed, the scheduler's count is right
+    runner.receive(output({}))
+    back = output({"r": 1}, cached=(("r", 5, None, False),))
+    runner.execute(runner.receive(back), back, sample)
+    assert seen[-1].num_cached == 5

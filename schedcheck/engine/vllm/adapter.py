@@ -89,7 +89,7 @@ class Vllm:
         resets=True,
         caps=True,
         timing=True,
-        drafts=4,  # num_speculative_tokens 1 to 4 (--features spec), every mode but async-v1
+        drafts=4,  # num_speculative_tokens 1 to 4 (--features spec), in every mode
         drafters=tuple((kind, ()) for kind in DRAFTERS),  # as its release has them: settle
         draft_schedules=True,  # num_speculative_tokens_per_batch_size, where it has it: settle
     )

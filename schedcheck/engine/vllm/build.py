@@ -208,11 +208,6 @@ class Build:
             policy=c.policy,
         )
         cache_config = v.CacheConfig(block_size=c.block_size, enable_prefix_caching=True)
-        if workload.drafts and mode.overlapped and mode.protocol == "v1":
-            raise NoSuchMode(
-                "speculative decoding is driven in vLLM's sync modes and async-v2 so far, "
-                f"not {mode.name}"
-            )
         speculative = (
             {"speculative_config": self.speculative(workload, model_config)}
             if workload.drafts
@@ -255,6 +250,9 @@ class Build:
             log_stats=True,  # as its servers run it: the metrics they log are made (E16)
             **({"block_size": c.block_size} if v.takes_block_size else {}),
         )
+        if workload.draft_schedule and getattr(scheduler, "dynamic_sd_lookup", None) is None:
+            # its config may take the field and its scheduler read none of it (0.11)
+            raise NoSuchMode(f"vLLM {self.version}'s Scheduler keeps no draft schedule")
         switch = hasattr(scheduler, "use_v2_model_runner")
         if mode.protocol == "v2" and switch:
             scheduler.use_v2_model_runner = True

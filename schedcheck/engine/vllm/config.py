@@ -12,7 +12,7 @@ from pathlib import Path
 from schedcheck.engine.adapter import EngineSetup, SetupError, wants
 from schedcheck.engine.strategies import EARLY, IN_FLIGHT_ABORT, IN_FLIGHT_PREEMPTION, SKIPPED
 from schedcheck.engine.vllm.drive import RUNNER
-from schedcheck.engine.vllm.modes import Mode, Release, drives_drafts, release
+from schedcheck.engine.vllm.modes import Mode, Release, release
 
 EXTRA = "python -m pip install 'schedcheck[vllm]' (docs/engines.md, \"vLLM\")"
 # what a run reaches where steps overlap (async scheduling)
@@ -59,14 +59,11 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
             # engine core looks at the device (0.11 to 0.2x)
             *((EARLY,) if has.looks_at_device and any(m.overlapped for m in modes) else ()),
         ),
-        # speculative decoding is driven in its sync modes and async-v2 so far, the run's
-        # own mode first: where --features names it (its worker warms up only the modes a
-        # run draws)
+        # speculative decoding is driven in every mode the release has (which drafters run
+        # in each, its settle asks), the run's own first: where --features names it (its
+        # worker warms up only the modes a run draws)
         draft_modes=tuple(
-            sorted(
-                (m.name for m in has.modes() if drives_drafts(m)),
-                key=lambda name: name != modes[0].name,
-            )
+            sorted((m.name for m in has.modes()), key=lambda name: name != modes[0].name)
         )
         if wants("spec", getattr(args, "features", None))
         else (),

@@ -42,7 +42,7 @@ from schedcheck.engine.trace import (
 )
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build, Hashes, NoSuchMode
-from schedcheck.engine.vllm.modes import Mode, drives_drafts
+from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.vllm.runners import PROTOCOLS, ShortOutput
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
@@ -132,7 +132,7 @@ def warm(build: Build, modes: list[Mode]) -> None:
         for w in WARM
     ]
     for mode in modes:
-        for workload in (*WARM, *(drafting if drives_drafts(mode) else ())):
+        for workload in (*WARM, *drafting):
             failure = run_vllm(build, workload, mode).failure
             if failure is None or (workload.drafts and failure.check == UNDRIVABLE):
                 continue

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ARCHITECTURE", "Mode", "Release", "drives_drafts", "release", "v2_only"]
+__all__ = ["ARCHITECTURE", "Mode", "Release", "release", "v2_only"]
 
 ARCHITECTURE = "LlamaForCausalLM"  # the model the harness configures (build.py's MODEL)
 
@@ -119,12 +119,6 @@ def release(root: Path) -> Release:
         "_draft_tokens_by_req"
         in _text(package / "v1" / "worker" / "gpu" / "spec_decode" / "utils.py"),
     )
-
-
-def drives_drafts(mode: Mode) -> bool:
-    """Whether schedcheck drives speculative decoding in `mode`: every mode but async-v1,
-    whose runner corrects the scheduler's optimistic positions in ways not simulated yet."""
-    return not (mode.overlapped and mode.protocol == "v1")
 
 
 def v2_only(package: Path) -> bool:

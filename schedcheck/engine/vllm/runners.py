@@ -103,6 +103,7 @@ class _Runner:
 
     def __init__(self, overlapped: bool) -> None:
         self.overlapped = overlapped
+        self.drafts: dict[str, tuple[int, ...]] = {}  # its proposer's, where it keeps them
         self.tables: dict[str, list[int]] = {}
         self.tokens: dict[str, list[int]] = {}
         self.starts: dict[str, int] = {}
@@ -112,6 +113,16 @@ class _Runner:
 
     def drafting(self) -> dict[str, int]:
         return {}
+
+    def _own_drafts(self, out: Any, name: str) -> list[int]:
+        """The drafts a step computes for `name`: as many as the SchedulerOutput schedules,
+        taken from its own; a row its proposer never wrote holds 0 (zeroed when added), a
+        position past what it proposed -1 (vLLM's n-gram speculator fills it with the last
+        token: either is a draft the sampler rejects unless the model agrees, so the value
+        only changes how many are accepted)."""
+        count = len(out.scheduled_spec_decode_tokens.get(name, ()))
+        own = self.drafts.get(name, ())
+        return [*own[:count], *[UNKNOWN] * (count - len(own))]
 
     def held(self, name: str) -> tuple[int, ...]:
         """The tokens it holds for `name` (what its proposer drafts from)."""
@@ -145,18 +156,35 @@ class _Runner:
 
 
 class V1Runner(_Runner):
-    """vLLM's v1 GPUModelRunner (`_update_states`, `_prepare_input_ids`, `_bookkeeping_sync`)."""
+    """vLLM's v1 GPUModelRunner (`_update_states`, `_prepare_input_ids`, `_bookkeeping_sync`).
+
+    With drafts under async scheduling (0.22.1's `use_async_spec_decode`) it keeps its
+    proposer's drafts on the device (the scheduler is sent -1 placeholders, as to v2) and
+    corrects the scheduler's optimistic position of a request of the previous batch by the
+    drafts that batch rejected (`prev_num_draft_len`, `correct_spec_decode_token_counts`:
+    `num_computed_tokens -= optimistic - accepted`, read off the device's
+    `valid_sampled_token_count`); one that was not in it needs none (its update has
+    landed). The position its last own token is at reads the device's sample."""
 
     def __init__(self, overlapped: bool) -> None:
         super().__init__(overlapped)
+        self.keeps_drafts = overlapped  # async: its own drafts, the scheduler's are -1s
         self.prompts: dict[str, int] = {}  # prompt length per request
         self.batch: set[str] = set()  # the persistent batch: scheduled in the previous step
         self.previous: dict[str, int] = {}  # on the device: the previous batch's samples
+        self.rejected: dict[str, int] = {}  # async: the previous batch's drafts rejected
 
     def forget(self, name: str) -> None:
         super().forget(name)
         self.batch.discard(name)
         self.previous.pop(name, None)
+        self.drafts.pop(name, None)
+        self.rejected.pop(name, None)
+
+    def propose(self, name: str, drafts: tuple[int, ...] | None, width: int) -> None:
+        """Async mode: the drafts its proposer made on the device for `name` after a step."""
+        if self.overlapped and name in self.tokens and drafts is not None:
+            self.drafts[name] = drafts
 
     def receive(self, out: Any) -> list[str]:
         for name in out.finished_req_ids:
@@ -164,9 +192,12 @@ class V1Runner(_Runner):
         cached = out.scheduled_cached_reqs
         resumed = _resumed(cached)
         scheduled = set(out.num_scheduled_tokens)
+        previous_batch = set(self.batch)
         self.batch &= scheduled - resumed  # unscheduled ones leave the batch, kept cached
         # one that leaves the batch leaves the device's map too (InputBatch.remove_request)
         self.previous = {n: t for n, t in self.previous.items() if n in self.batch}
+        # its count of the previous batch's rejected drafts applies to that batch only
+        rejected, self.rejected = self.rejected, {}
         for new in out.scheduled_new_reqs:
             # prefill_token_ids (not in 0.11): the prompt, and a resumed request's outputs
             prompt = getattr(new, "prefill_token_ids", None) or new.prompt_token_ids
@@ -183,6 +214,8 @@ class V1Runner(_Runner):
             elif blocks is not None:
                 self.tables.setdefault(name, []).extend(blocks[0])
             self.starts[name] = cached.num_computed_tokens[i]
+            if name in previous_batch and name not in resumed:  # corrected on the device
+                self.starts[name] -= rejected.get(name, 0)
             sent = getattr(cached, "all_token_ids", {})  # not in 0.11.0
             if self.overlapped:
                 self._recover(name, tokens, cached, i)
@@ -210,24 +243,30 @@ class V1Runner(_Runner):
             tokens[prompt:] = list(sent)[-outputs:]
 
     def execute(self, order: list[str], out: Any, sample: Sample) -> Executed:
-        copies, sampled, kept = [], [], []
+        copies, sampled, kept, counts = [], [], [], []
         for name in order:
             n = int(out.num_scheduled_tokens[name])
+            drafts = self._own_drafts(out, name) if self.keeps_drafts else _drafts(out, name)
             inputs = list(self.tokens[name])
-            if name in self.previous:  # the last position's input is on the device
-                last = self.starts[name] + n - 1
+            own = self.starts[name] + n - len(drafts)  # its own tokens end here, drafts after
+            if drafts:
+                inputs = [*inputs[:own], *[UNKNOWN] * (own - len(inputs))]
+            if name in self.previous:  # its last own token's input is on the device
+                last = own - 1
                 inputs.extend([UNKNOWN] * (last + 1 - len(inputs)))
                 inputs[last] = self.previous[name]
-            copy, tokens = self.compute(name, inputs, n, sample, _drafts(out, name))
+            copy, tokens = self.compute(name, inputs, n, sample, drafts)
             copies.append(copy)
             sampled.append(tokens)
-            kept.append(self.starts[name] + n >= len(self.tokens[name]))
+            kept.append(own >= len(self.tokens[name]) or bool(drafts))
+            counts.append(len(drafts))
         self.previous = {}
-        for name, tokens, keep in zip(order, sampled, kept, strict=True):
+        for name, tokens, keep, k in zip(order, sampled, kept, counts, strict=True):
             if keep:
                 self.tokens[name].extend([UNKNOWN] * len(tokens) if self.overlapped else tokens)
                 if self.overlapped:
                     self.previous[name] = tokens[-1]
+                    self.rejected[name] = k + 1 - len(tokens)
         return Executed(tuple(copies), tuple(sampled), tuple(kept))
 
 
@@ -284,16 +323,6 @@ class V2Runner(_Runner):
             if blocks is not None:
                 self.tables.setdefault(name, []).extend(blocks[0])
         return [str(name) for name in out.num_scheduled_tokens]
-
-    def _own_drafts(self, out: Any, name: str) -> list[int]:
-        """The drafts a step computes for `name`: as many as the SchedulerOutput schedules,
-        taken from its own; a row its proposer never wrote holds 0 (zeroed when added), a
-        position past what it proposed -1 (vLLM's n-gram speculator fills it with the last
-        token: either is a draft the sampler rejects unless the model agrees, so the value
-        only changes how many are accepted)."""
-        count = len(out.scheduled_spec_decode_tokens.get(name, ()))
-        own = self.drafts.get(name, ())
-        return [*own[:count], *[UNKNOWN] * (count - len(own))]
 
     def execute(self, order: list[str], out: Any, sample: Sample) -> Executed:
         copies, sampled, kept, used = [], [], [], []
