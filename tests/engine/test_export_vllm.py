@@ -109,6 +109,7 @@ def engine() -> Iterator[LocalEngine]:
     every = vllm_setup(None, asked)
     both = dataclasses.replace(every, modes=_two(every.modes))
     local = LocalEngine(VLLM, both)
+    local.use(VLLM.settle(both, local.run))  # the drafters the release runs in each mode
     yield local
     local.stop()
 

@@ -50,7 +50,9 @@ def vllm() -> Iterator[LocalEngine]:
         if os.environ.get(REQUIRE):
             pytest.fail(f"vLLM is not installed; {REQUIRE} is set, so these tests must run")
         pytest.skip("vLLM is not installed (.ci/run installs it: .ci/vllm-requirements.txt)")
-    engine = LocalEngine(VLLM, vllm_setup(None))
+    setup = vllm_setup(None)
+    engine = LocalEngine(VLLM, setup)
+    engine.use(VLLM.settle(setup, engine.run))  # the drafters the release runs in each mode
     yield engine
     engine.stop()
 
@@ -92,7 +94,7 @@ def test_speculative_decoding_passes_a_bounded_search_and_its_drafts_meet_every_
     accepted, none, some, and decodes with fewer drafts than asked (padding included)."""
     build(vllm).patch = None
     asked = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="spec")
-    every = vllm_setup(None, asked)
+    every = VLLM.settle(vllm_setup(None, asked), vllm.run)  # its drafters, by trial runs
     assert vllm_setup(None).draft_modes  # drawn by default (issue 49), warmed up
     none = argparse.Namespace(async_scheduling=None, runner=None, modes=None, features="none")
     assert not vllm_setup(None, none).draft_modes  # --features none: none warmed up
@@ -222,7 +224,8 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
     build(vllm).patch = mutant.patch
     checks = [c for c in CHECKS if c not in mutant.off]
     try:
-        features = VLLM.features if mutant.drafts else replace(VLLM.features, drafts=0)
+        features = vllm.setup.features(VLLM.features)  # the drafters it runs, settled
+        features = features if mutant.drafts else replace(features, drafts=0)
         found = search_engine(vllm, 1000, checks, True, features, modes)
     finally:
         build(vllm).patch = None
