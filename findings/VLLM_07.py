@@ -44,7 +44,7 @@ Re-run in schedcheck: schedcheck engine --engine vllm --modes all --features=spe
 #   step 7: r4 tokens in flight dropped (sampled at step 6)
 #   step 7: r4 preempted (by the reset, resumed in the same step)
 #   step 8: r4 tokens landed (sampled at step 6)
-#   step 8: r4 preempted (resumed in the same step)
+#   step 8: r4 computed again from below (position 1, it had computed up to 1: preempted and resumed in the same step, or its count rolled back)
 #   step 9: r4 tokens landed (sampled at step 8)
 #   step 9: r4 finishes (max_tokens)
 

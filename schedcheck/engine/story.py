@@ -23,6 +23,7 @@ from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
 __all__ = [
     "ABORT",
+    "AGAIN",
     "ARRIVE",
     "DROPPED",
     "EARLY",
@@ -39,7 +40,7 @@ __all__ = [
     "said",
 ]
 
-ARRIVE, ABORT, RESET, PREEMPT, FINISH, EARLY, LANDED, DROPPED = (
+ARRIVE, ABORT, RESET, PREEMPT, FINISH, EARLY, LANDED, DROPPED, AGAIN = (
     "arrives",
     "aborted",
     "prefix cache cleared",
@@ -48,6 +49,7 @@ ARRIVE, ABORT, RESET, PREEMPT, FINISH, EARLY, LANDED, DROPPED = (
     "device early",
     "tokens landed",
     "tokens in flight dropped",
+    "computed again from below",
 )
 
 
@@ -106,13 +108,28 @@ def events(trace: EngineTrace) -> list[Event]:
         now = _after(step)
         found.extend(_in_flight(n, before, step, flights))
         for seq in step.scheduled:
-            # computing again below what it had computed, with no wait between: preempted
-            # and resumed within the step's schedule() (a reset, then its re-admission)
+            # computing again below what it had computed, with no wait between: a reset's
+            # preemption and re-admission within the step's schedule(); otherwise a
+            # preemption resumed at once, or a count rolled back: said as what it shows
             was = before.status.get(seq.name) if before is not None else None
-            if seq.num_cached < reached.get(seq.name, 0) and was == "RUNNING":
-                why = "by the reset, " if n in w.resets else ""
-                found.append(Event(n, PREEMPT, seq.name, f"{why}resumed in the same step"))
-            reached[seq.name] = seq.num_cached + seq.num_scheduled
+            had = reached.get(seq.name, 0)
+            if seq.num_cached < had and was == "RUNNING":
+                if n in w.resets:
+                    found.append(
+                        Event(n, PREEMPT, seq.name, "by the reset, resumed in the same step")
+                    )
+                else:
+                    found.append(
+                        Event(
+                            n,
+                            AGAIN,
+                            seq.name,
+                            f"position {seq.num_cached}, it had computed up to {had - 1}: "
+                            "preempted and resumed in the same step, or its count rolled back",
+                        )
+                    )
+            # its drafts may be rejected and computed again: where it reached is its own end
+            reached[seq.name] = seq.num_cached + seq.num_scheduled - seq.drafts
         for name, status in now.status.items():
             was = before.status.get(name) if before is not None else None
             if was == "RUNNING" and status == "WAITING":

@@ -105,6 +105,22 @@ def test_a_request_computed_again_from_below_without_a_wait_was_preempted_and_re
     events = said(dataclasses.replace(trace, workload=w, steps=tuple(steps)))
     assert (3, "r1 preempted (by the reset, resumed in the same step)") in events
     assert not any("preempted" in e for _, e in said(trace))  # chunks and decodes are not
+    # without a reset the story says what the trace shows, not why: a preemption resumed at
+    # once and a count rolled back (VLLM-07's) look alike
+    plain = said(dataclasses.replace(trace, steps=tuple(steps)))
+    again = [e for n, e in plain if n == 3 and "again" in e]
+    assert again and again[0].startswith("r1 computed again from below (position 0, it had")
+    assert not any("preempted" in e and n == 3 for n, e in plain if "again" not in e)
+
+
+def test_drafts_rejected_and_computed_again_are_no_preemption() -> None:
+    """A step after rejected drafts starts below where the last one ended (vLLM rolls the
+    rejected drafts back): that is no preemption. On vLLM 0.34.0's recorded runs with drafts
+    (sync-v2 and async-v2) r1's drafts are rejected at step 3; only r2 is preempted, at
+    step 5. (The story said r1 was preempted and resumed at step 4.)"""
+    for name in ("vllm/spec_trace.json", "vllm/spec_async_trace.json"):
+        preempted = [(n, e) for n, e in said(recorded(name)) if "preempted" in e]
+        assert preempted == [(5, "r2 preempted")], (name, preempted)
 
 
 def test_each_finish_has_the_reason_its_outputs_show() -> None:
