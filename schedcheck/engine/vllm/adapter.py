@@ -23,7 +23,7 @@ from schedcheck.engine.trace import UNDRIVABLE, EngineTrace
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build
 from schedcheck.engine.vllm.config import vllm_setup
-from schedcheck.engine.vllm.drive import RUNNER, TRAITS, WARM, Core, run_vllm, warm
+from schedcheck.engine.vllm.drive import RUNNER, TRAITS, Core, drafting, run_vllm, warm
 from schedcheck.engine.vllm.export import render
 from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.worker import LoadError
@@ -208,7 +208,7 @@ class Vllm:
         for kind in DRAFTERS:
             runs, why = [], dict[str, list[str]]()  # the modes refused, by the reason
             for mode in setup.draft_modes:
-                failure = run(trial(kind, mode)).failure
+                failure = run(drafting(kind, mode)).failure
                 if failure is not None and failure.check == UNDRIVABLE:
                     why.setdefault(failure.message, []).append(mode)
                 else:
@@ -225,7 +225,8 @@ class Vllm:
             return replace(setup, draft_modes=(), lacks=lacks, settled=(*setup.settled, *said))
         # dynamic draft lengths, where its SpeculativeConfig takes a schedule (0.33 on)
         kind, modes = drafters[0]
-        dynamic = replace(trial(kind, (modes or setup.draft_modes)[0]), draft_schedule=DYNAMIC)
+        first = (modes or setup.draft_modes)[0]
+        dynamic = replace(drafting(kind, first), draft_schedule=DYNAMIC)
         failure = run(dynamic).failure
         lacks = setup.lacks
         if failure is not None and failure.check == UNDRIVABLE:
@@ -237,20 +238,6 @@ class Vllm:
 
 
 DYNAMIC = ((1, 1, 2), (2, 8, 1))  # a trial's draft schedule: 2 drafts alone, 1 beside others
-
-
-def trial(drafter: str, mode: str) -> EngineWorkload:
-    """A small workload drafting with `drafter` in `mode`: WARM's first, room for its
-    drafter's lookahead slots and a budget no release refuses for its input rows (a refusal
-    here says the drafter is not run in the mode, never the budget)."""
-    w = WARM[0]
-    return replace(
-        w,
-        config=replace(w.config, num_blocks=12, max_num_batched_tokens=8, mode=mode),
-        drafts=2,
-        draft_miss_per_8=4,
-        drafter=drafter,
-    )
 
 
 ADAPTER = Vllm()

@@ -111,6 +111,20 @@ WARM = tuple(
 )
 
 
+def drafting(drafter: str, mode: str = "", base: EngineWorkload = WARM[0]) -> EngineWorkload:
+    """`base` (one of WARM) drafting with `drafter`, in `mode` where one is named: room for
+    its drafter's lookahead slots and a budget no release refuses for a drafter's input
+    rows (a refusal of it says the drafter is not run in the mode, never the budget). The
+    warm-up's drafting runs and the trial runs of Vllm.settle."""
+    return replace(
+        base,
+        config=replace(base.config, num_blocks=12, max_num_batched_tokens=8, mode=mode),
+        drafts=2,
+        draft_miss_per_8=4,
+        drafter=drafter,
+    )
+
+
 def warm(build: Build, modes: list[Mode]) -> None:
     """Run WARM through `build` in each of `modes`, and in each mode that drives drafts
     with each drafter the release has (its speculative decoding: SpeculativeConfig imports
@@ -120,19 +134,9 @@ def warm(build: Build, modes: list[Mode]) -> None:
     workload (RuntimeError naming what failed). A drafter the release refuses in a mode
     (its config's own refusal: Build.async_refusals) is no failure: it is not drawn there."""
     build.prepare_drafters()
-    drafting = [
-        replace(
-            w,
-            config=replace(w.config, num_blocks=12),  # room for a drafter's lookahead slots
-            drafts=2,
-            draft_miss_per_8=4,
-            drafter=drafter,
-        )
-        for drafter in build.drafters
-        for w in WARM
-    ]
+    drafts = [drafting(drafter, base=w) for drafter in build.drafters for w in WARM]
     for mode in modes:
-        for workload in (*WARM, *drafting):
+        for workload in (*WARM, *drafts):
             failure = run_vllm(build, workload, mode).failure
             if failure is None or (workload.drafts and failure.check == UNDRIVABLE):
                 continue
