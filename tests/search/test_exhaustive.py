@@ -18,9 +18,8 @@ from schedcheck.search.exhaustive import check_exhaustive, explore_spaces
 from schedcheck.strategies.exhaustive import KINDS, SCOPES, Scope
 from schedcheck.strategies.workloads import REVERSED
 from schedcheck.verdict.verify import verify
-from tests.catalogue import HANGING, standalone
+from tests.catalogue import HANGING, expected_checks, standalone
 from tests.helpers import ROOT, rotation_day
-from tests.suite.test_mutants_found import expected_checks
 
 # A mutant whose bug needs what every scope holds fixed (an eos id past 256, a hundred
 # requests) says so in its docstring: the larger stage and the random search find those.

@@ -12,19 +12,12 @@ and do not depend on `--impl`.
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 from hypothesis import Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from schedcheck import faults
-from schedcheck.cli.main import main
 from schedcheck.drive.isolated import Isolated
-from schedcheck.grading.grade import GROUP_OF, grade_one
-from schedcheck.grading.report import GroupState, Verdict
 from schedcheck.invariants.catalogue import IDS
 from schedcheck.sandbox.process import Limits
 from schedcheck.search.hunt import SEARCH, hunt
@@ -35,9 +28,12 @@ from schedcheck.suite.test_properties import TWO_ALIVE
 from schedcheck.verdict.verify import verify_pair
 from tests.catalogue import (
     HANGING,
+    check_fails_naming,
+    expected_checks,
     found_by_the_larger_stage,
     found_by_the_marathon,
     found_by_two_schedulers,
+    grade_fails_as_check_did,
     standalone,
 )
 from tests.helpers import ROOT, rotation_day
@@ -45,8 +41,6 @@ from tests.helpers import ROOT, rotation_day
 MUTANTS = ROOT / "tests" / "mutants"
 NAMES = sorted(p.stem for p in MUTANTS.glob("*.py"))
 CHECK_IDS = set(IDS)
-# What only the checker's own faults print: none of it may appear in a mutant's FAIL.
-OURS = ("FailedHealthCheck", "INTERNALERROR", "UsageError", "schedcheck itself failed")
 
 
 # A hang costs a call timeout per shrinking step (35 s): only in the costly run.
@@ -62,13 +56,6 @@ ROTATING = {_QUICK[(3 * rotation_day() + k) % len(_QUICK)] for k in range(3)}
 # Of those, the one graded as well in the default run (grading a failing file shrinks each
 # failing group: tens of seconds); every mutant is graded under -m costly.
 GRADED = _QUICK[(3 * rotation_day()) % len(_QUICK)]
-
-
-def expected_checks(path: Path) -> set[str]:
-    """The checks a mutant's docstring says catch it: "Caught by I1 or I7."."""
-    found = re.search(r"Caught by ([^.]*)\.", path.read_text())
-    assert found, f"{path.name}: the docstring must say 'Caught by <check>.'"
-    return set(re.findall(r"\b[A-Z]\d\b", found.group(1)))
 
 
 def test_catalogue_has_at_least_25_mutants() -> None:
@@ -150,26 +137,8 @@ def test_schedcheck_check_fails_it_naming_the_check(
     mutant: str, capfd: pytest.CaptureFixture[str], request: pytest.FixtureRequest
 ) -> None:
     path = MUTANTS / f"{mutant}.py"
-    code = main(["check", str(standalone(path)), "-n", "0", "--call-timeout", "1"])
-    out, err = capfd.readouterr()
-    assert code == faults.FAIL, out + err
-    named = re.search(r"^FAIL .*?: ([A-Z]\d(?:, [A-Z]\d)*)$", out, re.M)
-    assert named, out
-    assert set(named.group(1).split(", ")) & expected_checks(path), out
-    # pytest's own output is in the log (`full log: PATH`), not on the terminal.
-    log = Path(re.findall(r"^full log: (.+)$", out, re.M)[-1]).read_text()
-    assert not any(sign in out + err + log for sign in OURS), out + err + log
-    # Every exception pytest shows is a check's verdict, never one of our own errors.
-    shown = set(re.findall(r"^E\s+([\w.]+(?:Error|Exception|Failed|Check\w*)):", log, re.M))
-    assert shown == {"schedcheck.faults.CheckFailed"}, shown
-    # And grade fails it too, by a group of a check that check named (issue 56): grade makes
-    # every run check's stages make (a worked example's failure is the examples group's,
-    # reported with its check). A budget, for the hanging mutants' hung calls.
+    named = check_fails_naming(standalone(path), capfd)
+    # And grade fails it too (issue 56), every mutant under -m costly, one a day by default.
     if mutant != GRADED and request.node.get_closest_marker("costly") is None:
         return
-    entry = grade_one(str(standalone(path)), Limits(call_timeout=1), budget=60.0)
-    named_checks = set(named.group(1).split(", "))
-    failing = {group for group, state in entry.checks.items() if state is GroupState.FAIL}
-    reported = {f.check for f in entry.failures}
-    assert entry.verdict is Verdict.FAIL, entry
-    assert {GROUP_OF[c] for c in named_checks} & failing or named_checks & reported, entry
+    grade_fails_as_check_did(standalone(path), named)
