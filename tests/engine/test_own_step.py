@@ -30,6 +30,7 @@ from schedcheck.engine.nanovllm.adapter import ADAPTER as NANO
 from schedcheck.engine.nanovllm.config import read_setup
 from schedcheck.engine.nanovllm.model import Forwards, Inputs
 from schedcheck.engine.nanovllm.ranks import ProcessState, Ranks
+from schedcheck.engine.nanovllm.standins import placeholders
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import engine_workloads
 from schedcheck.engine.trace import EngineTrace
@@ -555,3 +556,33 @@ def test_a_cuda_call_in_its_step_is_no_verdict(tmp_path: Path) -> None:
     source.write_text(CUDA_IN_STEP)
     with pytest.raises(Undrivable, match=r"it calls CUDA through torch\.cuda"):
         verify_engine(engine(source), workload(request("r1", 1, 2)))
+
+
+@given(w=engine_workloads())
+@settings(SEARCH, max_examples=10)
+def test_a_progress_bar_made_whatever_use_tqdm_says_is_no_failure(w: EngineWorkload) -> None:
+    """jqzhang03's generate() makes its bar unconditionally and sets what its step reads:
+    driven through generate(), tqdm installed or stood in (a false E6 at step 1 on 88f0ace
+    where it was not: the stand-in's call ended generate() before its loop)."""
+    shape = ENGINE.parent / "engine_shapes" / "progress_bar.py"
+    verdict = verify_engine(generate_shaped(shape), w)
+    assert verdict.ok, verdict.report()
+
+
+def test_the_stood_in_progress_bar_is_silent() -> None:
+    """Where tqdm is not installed its stand-in wraps what it is given and does nothing."""
+    with placeholders(frozenset({"tqdm"})):
+        from tqdm.auto import tqdm, trange  # type: ignore[import-untyped]
+
+    bar = tqdm([3, 1, 2], desc="x", total=3)
+    assert list(bar) == [3, 1, 2] and len(bar) == 3 and list(trange(2)) == [0, 1]
+    with tqdm(total=5) as bar:
+        assert bar.update(1) is None and bar.set_postfix({"a": 1}) is None and bar.n == 0
+
+
+def test_a_step_reading_what_an_undriven_generate_sets_is_no_verdict() -> None:
+    """generate() calls a stood-in package before its loop, so it never parks; its step()
+    alone reads what generate() would have set: exit 2 (ours to say), never E6."""
+    shape = ENGINE.parent / "engine_shapes" / "generate_needs_the_hub.py"
+    with pytest.raises(Undrivable, match=r"LLMEngine\.per_run, which only generate sets"):
+        verify_engine(engine(shape), workload(request("r1", 1, 2)))

@@ -223,10 +223,13 @@ def assigned(sources: dict[str, str]) -> dict[str, set[str]]:
     return found
 
 
-def unset_by_us(package: Package, error: BaseException) -> str | None:
+def unset_by_us(
+    package: Package, error: BaseException, not_run: tuple[str, ...] = NOT_RUN
+) -> str | None:
     """Why an exception the engine raised is schedcheck's doing, not the engine's (None:
-    it is the engine's): a placeholder called, or an attribute only a GPU set-up method
-    it does not run would have set."""
+    it is the engine's): a placeholder called, or an attribute only methods schedcheck
+    does not run would have set (`not_run`: the GPU set-up; generate() too where its
+    loop is not the one driven)."""
     if isinstance(error, Placeholder):
         return str(error)
     last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
@@ -235,10 +238,15 @@ def unset_by_us(package: Package, error: BaseException) -> str | None:
         return f"it calls CUDA through torch.cuda ({last[0].name}): {error}"
     if isinstance(error, AttributeError) and error.name:
         setters = package.set_by.get(error.name, set())
-        if setters and setters <= set(NOT_RUN):
+        if setters and setters <= set(not_run):
+            why = (
+                "a GPU set-up schedcheck does not run"
+                if setters <= set(NOT_RUN)
+                else "its generate() did not reach its loop here, so only its step() is driven"
+            )
             return (
                 f"it reads {type(error.obj).__name__}.{error.name}, which only "
-                f"{', '.join(sorted(setters))} sets: a GPU set-up schedcheck does not run"
+                f"{', '.join(sorted(setters))} sets: {why}"
             )
     return None
 

@@ -10,7 +10,11 @@ docs/notes/nanovllm-own-step-spike.md).
    `@triton.autotune(configs=[triton.Config(...)])`); after, a call raises Placeholder:
    a kernel the simulated model should have replaced fails loudly, never silently
    skipped. torch itself probes `import triton` lazily later, so the placeholders leave
-   `sys.modules` after the import.
+   `sys.modules` after the import. The progress bar (tqdm, stood in only where not
+   installed) is a silent bar instead: it wraps what it is given and its methods do
+   nothing, since a bar changes nothing an engine schedules, and a generate() that makes
+   one before its loop must reach the loop (jqzhang03/nano-vllm's does, whatever
+   `use_tqdm` says).
 2. torch made to run a CUDA program's host side on the CPU, once per process: `.cuda()` and
    `pin_memory` are no-ops, a device named "cuda" is the CPU (a default device, a tensor
    factory's `device=`, `Tensor.to`), `torch.compile` is the identity (a sampler decorated
@@ -97,10 +101,48 @@ class _Stand:
 _importing = False  # while the fork's modules import: a placeholder's call gives another
 
 
+class _ProgressBar:
+    """tqdm's bar, silent: iterates what it wraps; every method it is asked for does
+    nothing; `n` counts nothing."""
+
+    n = 0
+
+    def __init__(self, iterable: Any = None, *args: object, **kwargs: object) -> None:
+        self._iterable = () if iterable is None else iterable
+        self.total = kwargs.get("total")
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._iterable)
+
+    def __len__(self) -> int:
+        return len(self._iterable)
+
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return lambda *args, **kwargs: None
+
+
+def _trange(*args: int, **kwargs: object) -> _ProgressBar:
+    return _ProgressBar(range(*args), **kwargs)
+
+
+# What a stood-in progress bar module gives (tqdm, tqdm.auto, tqdm.std, ...).
+_SILENT = {"tqdm": _ProgressBar, "trange": _trange}
+
+
 class _Module(types.ModuleType):
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__") and attr.endswith("__"):
             raise AttributeError(attr)
+        if self.__name__.split(".")[0] == "tqdm" and attr in _SILENT:
+            return _SILENT[attr]
         return _Stand(f"{self.__name__}.{attr}")
 
 

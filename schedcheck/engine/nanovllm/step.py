@@ -15,6 +15,7 @@ from typing import Any
 from schedcheck.drive.driver import describe
 from schedcheck.engine.nanovllm import copyout
 from schedcheck.engine.nanovllm.build import Built, Package, build, unset_by_us
+from schedcheck.engine.nanovllm.config import NOT_RUN
 from schedcheck.engine.nanovllm.drive import sampling_params
 from schedcheck.engine.nanovllm.generate import GenerateLoop, Returned, calls_is_finished
 from schedcheck.engine.nanovllm.runners import OWN
@@ -154,7 +155,9 @@ class OwnStepDriver:
             else:
                 self.engine.engine.step()
         except Exception as e:
-            ours = unset_by_us(self.package, e)
+            # Its step() alone (no generate() loop driven) never has what generate() sets.
+            not_run = NOT_RUN if self.loop is not None else (*NOT_RUN, "generate")
+            ours = unset_by_us(self.package, e, not_run)
             if ours is not None and self.engine.forwards.problem is None:
                 message = f"its step cannot run on a CPU with schedcheck's stand-ins: {ours}"
                 raise Unbuilt(message) from None
