@@ -418,3 +418,16 @@ def test_speculative_decoding_is_drawn_by_default_where_the_engine_drives_it() -
         drawn(Features(), "spec", "SGLang")
     with pytest.raises(ValueError, match="'eagle' is no feature"):
         drawn(drives, "eagle", "vLLM")
+
+
+def test_one_rank_pickles_nothing_so_e8_does_not_apply() -> None:
+    """E8 reads the copy a tensor-parallel worker gets: with `--config
+    tensor_parallel_size=1` there is none, and the workload on which a form of its own
+    fails E8 with two ranks passes (the pickle rule is this mutant's only bug)."""
+    mutant = next(m for m in MUTANTS if m.stem == "pickle_lacks_tokens")
+    found = search_engine(LocalEngine(NANO, read_setup(str(checkout(mutant)))), examples=300)
+    assert found.failure is not None, "the search found no E8"
+    w, verdict = found.failure
+    assert verdict.violations[0].check == "E8", verdict.report()
+    one = read_setup(str(checkout(mutant)), config=["tensor_parallel_size=1"])
+    assert verify_engine(LocalEngine(NANO, one), w).ok

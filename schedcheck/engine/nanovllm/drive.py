@@ -17,6 +17,7 @@ from typing import Any
 
 from schedcheck.engine.adapter import EngineSetup
 from schedcheck.engine.nanovllm import copyout
+from schedcheck.engine.nanovllm.build import WORLD
 from schedcheck.engine.nanovllm.loader import Config, ConfigUnset, Engine
 from schedcheck.engine.nanovllm.runners import RUNNERS
 from schedcheck.engine.run import Run, Stop
@@ -120,7 +121,11 @@ class NanoDriver:
         self.loop_finishes = not hasattr(engine.Scheduler, "postprocess") and callable(
             getattr(engine.Scheduler, "finish", None)
         )
-        self.pickles = any("__getstate__" in vars(k) for k in engine.Sequence.__mro__[:-1])
+        # It pickles its sequences to tensor-parallel workers where it has a form of its
+        # own (__getstate__) and workers: not with `--config tensor_parallel_size=1`.
+        ranks = int(setup.config.get("tensor_parallel_size", WORLD))
+        own_form = any("__getstate__" in vars(k) for k in engine.Sequence.__mro__[:-1])
+        self.pickles = own_form and ranks > 1
         self.requests = {r.name: r for r in self.workload.requests}
         self.seqs: dict[str, Any] = {}  # name -> the engine's Sequence
         self.names: dict[int, str] = {}  # id(Sequence) -> name
