@@ -51,7 +51,7 @@ __all__ = [
 # scheduler's state (`Rendered.state_body`), the positions scheduled (E1), the tokens in
 # flight (E11), no running request left out of a step with room (E13) and a drafter's lookahead
 # slots in the block table (E17).
-EXPORTED = ("E1", "E3", "E5", "E6", "E7", "E11", "E13", "E17")
+EXPORTED = ("E1", "E2", "E3", "E5", "E6", "E7", "E11", "E13", "E17")
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,14 @@ def fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) ->
     if check in ("E1", "E17"):
         states = [plain_state(steps[k], steps[k].after_schedule) for k in here]
         return any(problem(SOURCES[check], s, **constants) for s in states)
+    if check == "E2":
+        # the KV the test keeps from the first step on: the property fires first at `at`
+        kv: dict[tuple[int, int], tuple[int, ...]] = {}
+        for s in steps:
+            state = plain_state(s, s.after_schedule)
+            if s.schedules and problem(SOURCES[check], state, kv, **constants):
+                return s.step == at
+        return False
     if check == "E11":
         states = [
             plain_state(None, p)
@@ -257,6 +265,9 @@ def _requests(w: EngineWorkload) -> list[str]:
     return lines
 
 
+KV_KEPT = "(block, slot) -> the tokens whose last one's KV it holds, as the model left it"
+
+
 def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]:
     """The test's loop: arrivals, aborts and resets at their steps, then the step; the
     property where it reads."""
@@ -266,12 +277,14 @@ def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]
         watch = "seen"
         found = {
             "E1": 'schedule_problem(now) if call == "schedule()" else None',
+            "E2": 'kv_problem(now, kv) if call == "schedule()" else None',
             "E11": "flight_problem(now)",
             "E13": 'wasted_problem(before, now) if before and call == "schedule()" else None',
             "E17": 'lookahead_problem(now) if call == "schedule()" else None',
         }[check]
         lines += [
             "    states, before = [], None  # the states read; the last one of the step before",
+            *([f"    kv = {{}}  # {KV_KEPT}"] if check == "E2" else []),
             "",
             "    def seen(call):",
             '        """After a call the property reads: the scheduler\'s state, checked."""',

@@ -17,16 +17,21 @@ tests show each firing and quiet beside the check it restates.
   produce is in flight already (a drafter's input rows of the budget counted).
 - `lookahead_problem` (E17): a request computed to its last token has blocks for the KV
   its drafter then writes past it.
+- `kv_problem` (E2): the KV as a model would leave it, kept by the test across steps: each
+  step writes its requests' positions, every position computed reads its own prefix's
+  KV at each position up to it, and every block the prefix cache holds holds the KV of
+  the prefix its hash names (checked at each schedule(), where vLLM caches blocks).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from schedcheck.engine.trace import EngineStep, Pool
+from schedcheck.engine.trace import EngineStep, Pool, computed_on
 
 __all__ = [
     "FLIGHT_PROBLEM",
+    "KV_PROBLEM",
     "LOOKAHEAD_PROBLEM",
     "POOL_PROBLEM",
     "SCHEDULE_PROBLEM",
@@ -143,8 +148,44 @@ LOOKAHEAD_PROBLEM = '''def lookahead_problem(state):
     return None
 '''
 
+KV_PROBLEM = '''def kv_problem(state, kv):
+    """What is wrong with the KV the step just scheduled reads (None: nothing). `kv` is the
+    cache as the model fills it, kept across steps: (block, slot) -> the tokens whose last
+    one's KV the slot holds. The step writes its requests' positions; each position it
+    computes reads, at every position of its own up to it, that prefix's KV; and every
+    block the prefix cache holds (state["hashed"]: block -> the prefix its hash names)
+    holds that prefix's KV, which a request with that prefix would read."""
+    def holding(slot):
+        found = kv.get(slot)
+        return "nothing" if found is None else f"position {len(found) - 1} of {list(found)}"
+
+    scheduled = state["scheduled"]
+    for start, count, _, blocks, _, tokens in scheduled.values():
+        for p in range(start, min(start + count, len(tokens))):
+            if p // BLOCK_SIZE < len(blocks):
+                kv[(blocks[p // BLOCK_SIZE], p % BLOCK_SIZE)] = tuple(tokens[: p + 1])
+    for name, (start, count, _, blocks, _, tokens) in scheduled.items():
+        for q in range(min(start + count, len(tokens))):
+            if q // BLOCK_SIZE >= len(blocks):
+                return f"{name} attends to position {q}, outside its block table {blocks}"
+            slot = (blocks[q // BLOCK_SIZE], q % BLOCK_SIZE)
+            if kv.get(slot) != tuple(tokens[: q + 1]):
+                return (f"{name} attends to position {q} in block {slot[0]} (slot {slot[1]}), "
+                        f"which holds {holding(slot)}, not position {q} of its own "
+                        f"{list(tokens[: q + 1])}")
+    for block, prefix in sorted(state["hashed"].items()):
+        for j in range(BLOCK_SIZE):
+            p = len(prefix) - BLOCK_SIZE + j
+            if p >= 0 and kv.get((block, j)) != tuple(prefix[: p + 1]):
+                return (f"block {block} is in the prefix cache as the prefix {list(prefix)}, "
+                        f"but its slot {j} holds {holding((block, j))}, not position {p} of "
+                        "that prefix: a request with this prefix would read it")
+    return None
+'''
+
 SOURCES = {
     "E1": SCHEDULE_PROBLEM,
+    "E2": KV_PROBLEM,
     "E3": POOL_PROBLEM,
     "E11": FLIGHT_PROBLEM,
     "E13": WASTED_PROBLEM,
@@ -152,7 +193,7 @@ SOURCES = {
 }
 """Each exported check's property, by the check it restates."""
 
-STATE_READ = ("E1", "E11", "E13", "E17")
+STATE_READ = ("E1", "E2", "E11", "E13", "E17")
 """The properties read off the scheduler's state (`plain_state`: what the adapter's
 `state()` returns) after the calls a step makes, rather than off its block pool."""
 
@@ -181,12 +222,22 @@ def plain_pool(pool: Pool) -> dict[str, Any]:
 
 def plain_state(step: EngineStep | None, pool: Pool) -> dict[str, Any]:
     """The scheduler's state as the exported test's `state()` gives it: `step`'s schedule
-    (none where `step` is None: the state after an update), the running list, and each
-    unfinished request's computed count, its count in flight as the scheduler keeps it and
-    as it is, the tokens it knows and its status."""
+    (none where `step` is None: the state after an update; each request's start, count,
+    size, block table, drafts and tokens), the running list, each unfinished request's
+    computed count, its count in flight as the scheduler keeps it and as it is, the tokens
+    it knows and its status, and the blocks the prefix cache holds."""
+    seqs = step.scheduled if step is not None else ()
+    copies = (*step.copies, *[None] * len(seqs)) if step is not None else ()
     scheduled = {
-        s.name: [s.num_cached, s.num_scheduled, len(s.token_ids), list(s.block_table), s.drafts]
-        for s in (step.scheduled if step is not None else ())
+        s.name: [
+            s.num_cached,
+            s.num_scheduled,
+            len(s.token_ids),
+            list(s.block_table),
+            s.drafts,
+            list(computed_on(s, copies[i])),  # its drafts the runner's, where it keeps them
+        ]
+        for i, s in enumerate(seqs)
     }
     progress = {
         p.name: [
@@ -198,4 +249,11 @@ def plain_state(step: EngineStep | None, pool: Pool) -> dict[str, Any]:
         ]
         for p in pool.progress
     }
-    return {"scheduled": scheduled, "running": list(pool.running), "progress": progress}
+    # the blocks the prefix cache holds, each with the prefix its hash names
+    hashed = {b: list(pool.blocks[b].token_ids) for _, b in pool.cache_index}
+    return {
+        "scheduled": scheduled,
+        "running": list(pool.running),
+        "progress": progress,
+        "hashed": hashed,
+    }

@@ -120,7 +120,8 @@ class Core:
             start = self.requests[name].num_computed_tokens - count
             start -= sum(r for _, r in self.pending(name))  # those rejected: not computed
             blocks = list(self.scheduler.kv_cache_manager.get_block_ids(name)[0])
-            self.scheduled[name] = [start, count, len(tokens) + len(drafts), blocks, len(drafts)]
+            size, written = len(tokens) + len(drafts), tokens + drafts
+            self.scheduled[name] = [start, count, size, blocks, len(drafts), written]
             if drafts and start + count >= len(tokens) + len(drafts):
                 sampled[name] = verify(tokens, drafts)
             elif start + count >= len(tokens):
@@ -151,12 +152,27 @@ class Core:
                 progress[name] = [r.num_computed_tokens, placeholders, in_flight,
                                   len(r.all_token_ids), status]
         running = [r.request_id for r in self.scheduler.running]
-        return {"scheduled": self.scheduled, "running": running, "progress": progress}
+        pool = self.scheduler.kv_cache_manager.block_pool
+        hashed = {  # the blocks its prefix cache holds: the prefix each one's hash names
+            b.block_id: list(NAMED.get(bytes(b.block_hash)[:32], ()))
+            for b in pool.blocks
+            if b.block_hash is not None and b.block_id != pool.null_block.block_id
+        }
+        return {"scheduled": self.scheduled, "running": running, "progress": progress,
+                "hashed": hashed}
+
+
+NAMED = {}  # a block hash -> the prefix it names (its chain of blocks' tokens)
 
 
 def block_hash(obj):
-    """The block hash function (the release's own sha256 moved between modules)."""
-    return hashlib.sha256(repr(obj).encode()).digest()
+    """The block hash function (the release's own sha256 moved between modules); a
+    block's hash, (parent hash, its tokens, extra keys), remembered with its prefix. A
+    block's hash is kept with its KV cache group's id (4 bytes) after it."""
+    digest = hashlib.sha256(repr(obj).encode()).digest()
+    if isinstance(obj, tuple) and len(obj) == 3 and isinstance(obj[1], tuple):
+        NAMED.setdefault(digest, NAMED.get(obj[0], ()) + obj[1])
+    return digest
 
 
 def runner_output(order, sampled):
