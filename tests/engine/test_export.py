@@ -170,21 +170,45 @@ def test_an_md_export_is_the_report_to_file_with_its_test_beside_it(
         assert part in text, part
     assert f"The test `{tmp_path / 'report.py'}` reproduces it" in text
     assert (tmp_path / "report.py").exists() and "Not read yet" in text
-    e1 = tmp_path / "e1.md"
-    root = str(checkout(mutant("full_prompt_hit")))
-    assert main(["engine", root, "--in-process", "--export", str(e1)]) == faults.FAIL
-    assert "No test was exported for this check" in e1.read_text()
-    assert not (tmp_path / "e1.py").exists()
+    e8 = tmp_path / "e8.md"
+    root = str(checkout(mutant("pickle_lacks_tokens")))
+    assert main(["engine", root, "--in-process", "--export", str(e8)]) == faults.FAIL
+    assert "No test was exported for this check" in e8.read_text()
+    assert not (tmp_path / "e8.py").exists()
 
 
 def test_a_check_the_test_cannot_say_is_not_exported_and_the_verdict_stands(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "test_e1.py"
-    root = str(checkout(mutant("full_prompt_hit")))
+    """E8 reads the copy a tensor-parallel worker gets, which the test does not play."""
+    out = tmp_path / "test_e8.py"
+    root = str(checkout(mutant("pickle_lacks_tokens")))
     assert main(["engine", root, "--in-process", "--export", str(out)]) == faults.FAIL
     err = capfd.readouterr().err
-    assert "not exported: E1 is not exported" in err and not out.exists(), err
+    assert "not exported: E8 is not exported" in err and not out.exists(), err
+
+
+@pytest.mark.parametrize(
+    ("stem", "check", "said"),
+    [
+        ("full_prompt_hit", "E1", "is scheduled for positions"),  # NV-03's class
+        ("stale_hash_hit", "E2", "attends to position"),  # NV-08's class
+    ],
+)
+def test_an_export_read_off_the_scheduler_s_state_fails_on_the_mutant_and_passes_on_the_engine(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], stem: str, check: str, said: str
+) -> None:
+    """nano-vllm's test reads its scheduler's state after each schedule() (each scheduled
+    sequence's positions, block table and tokens, by its runner's rule): E1 and E2 (the
+    KV a model leaves, kept by the test) are stated there."""
+    buggy = repository(checkout(mutant(stem)), tmp_path / "buggy")
+    test = tmp_path / f"test_{stem}.py"
+    text = export(["engine", str(buggy)], test, capfd)
+    assert f"(schedcheck's {check})" in text and 'seen("schedule()")' in text
+    failed = run_test(test, buggy)
+    assert failed.returncode == 1 and said in failed.stdout, failed.stdout
+    fixed = run_test(test, repository(CORRECT, tmp_path / "fixed"))
+    assert fixed.returncode == 0, fixed.stdout
 
 
 @pytest.fixture

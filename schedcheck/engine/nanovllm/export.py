@@ -86,18 +86,38 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     is_prefill = ", is_prefill" if len(post) >= 4 else ""
     step = (
         "seqs, is_prefill = engine.schedule()[:2]\n"
+        "LATEST[:] = [seqs, is_prefill]\n"
+        "if seen:\n"
+        '    seen("schedule()")\n'
         "tokens = [NEXT[computed(seq, is_prefill)] for seq in seqs]\n"
         f"engine.postprocess(seqs, tokens{is_prefill})"
     )
     if runner.decode == "mixed":  # one batch of both kinds: sequences only, tokens by index
         step = (
             "seqs = list(engine.schedule())\n"
+            "LATEST[:] = [seqs, True]  # each row by the prefill rule\n"
+            "if seen:\n"
+            '    seen("schedule()")\n'
             "ended = [\n"
             "    i for i, seq in enumerate(seqs) if computed(seq, True) == tuple(seq.token_ids)\n"
             "]\n"
             "tokens = [NEXT[tuple(seqs[i].token_ids)] for i in ended]\n"
             "engine.postprocess(seqs, tokens, ended)"
         )
+    # the scheduler's state after schedule(), as properties.plain_state has it: what each
+    # scheduled sequence computes ([start, count, size, block table, drafts, tokens])
+    state = (
+        "seqs, is_prefill = LATEST or ([], False)\n"
+        "names = {id(seq): name for name, seq in requests.items()}\n"
+        "scheduled = {}\n"
+        "for seq in seqs:\n"
+        "    start, upto = first(seq, is_prefill), len(computed(seq, is_prefill))\n"
+        "    tokens = list(seq.token_ids)\n"
+        "    table = list(seq.block_table)\n"
+        "    scheduled[names[id(seq)]] = [start, upto - start, len(tokens), table, 0, tokens]\n"
+        "running = [names[id(seq)] for seq in engine.running if id(seq) in names]\n"
+        'return {"scheduled": scheduled, "running": running, "progress": {}, "hashed": {}}'
+    )
     return Rendered(
         engine=(
             f"{setup.package}'s scheduling code and what it imports (run from the checkout's root)"
@@ -116,12 +136,16 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
             f"from {p}.sampling_params import SamplingParams  # noqa: E402"
         ),
         helpers=(
+            "LATEST = []  # the latest schedule(): its sequences and whether it prefills\n\n\n"
             "def computed(seq, is_prefill):\n"
             f'    """The tokens whose last position its runner computes this step:\n'
             f'    {runner.describe()}."""\n'
             "    if not is_prefill:\n"
             "        return tuple(seq.token_ids)\n"
             f"    return tuple(seq.token_ids[: {end}])\n\n\n"
+            "def first(seq, is_prefill):\n"
+            '    """The first position its runner computes this step."""\n'
+            f"    return {first} if is_prefill else len(seq.token_ids) - 1\n\n\n"
             "def cached(manager):\n"
             '    """Freed blocks kept for their hash apart from the free list."""\n'
             f"    for name in {CACHED!r}:\n"
@@ -139,6 +163,7 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
             f"seq = Sequence(list(prompt), SamplingParams({params}))\nengine.add(seq)\nreturn seq"
         ),
         step_body=step,
+        state_body=state,
         pool_body=(
             "manager = engine.block_manager\n"
             "return {\n"
