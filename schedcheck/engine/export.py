@@ -51,7 +51,7 @@ __all__ = [
 # scheduler's state (`Rendered.state_body`), the positions scheduled (E1), the tokens in
 # flight (E11), no running request left out of a step with room (E13) and a drafter's lookahead
 # slots in the block table (E17).
-EXPORTED = ("E1", "E2", "E3", "E5", "E6", "E7", "E11", "E13", "E17")
+EXPORTED = ("E1", "E2", "E3", "E5", "E6", "E7", "E8", "E11", "E13", "E17")
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,10 @@ def fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) ->
     if check in ("E1", "E17"):
         states = [plain_state(steps[k], steps[k].after_schedule) for k in here]
         return any(problem(SOURCES[check], s, **constants) for s in states)
+    if check == "E8":
+        runner = trace.traits.runner
+        states = [plain_state(steps[k], steps[k].after_schedule, runner) for k in here]
+        return any(problem(SOURCES[check], s, **constants) for s in states)
     if check == "E2":
         # the KV the test keeps from the first step on: the property fires first at `at`
         kv: dict[tuple[int, int], tuple[int, ...]] = {}
@@ -240,6 +244,7 @@ def module_constants(trace: EngineTrace) -> dict[str, Any]:
         "DRAFT_INPUTS": trace.traits.draft_inputs,
         "TOKEN_BUDGET": trace.traits.token_budget or c.max_num_batched_tokens,
         "LOOKAHEAD": w.lookahead,
+        "WORKER_FIELDS": [f for f in trace.traits.runner.fields if f],
     }
 
 
@@ -278,6 +283,7 @@ def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]
         found = {
             "E1": 'schedule_problem(now) if call == "schedule()" else None',
             "E2": 'kv_problem(now, kv) if call == "schedule()" else None',
+            "E8": 'copy_problem(now) if call == "schedule()" else None',
             "E11": "flight_problem(now)",
             "E13": 'wasted_problem(before, now) if before and call == "schedule()" else None',
             "E17": 'lookahead_problem(now) if call == "schedule()" else None',
@@ -379,7 +385,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         "schedcheck's model gave each prefix (a correct engine computes only prefixes listed)."
     )
     # those one property reads are written beside it (E13's, E17's)
-    own = ("PROMPTS", "MOST", "DRAFT_INPUTS", "TOKEN_BUDGET", "LOOKAHEAD")
+    own = ("PROMPTS", "MOST", "DRAFT_INPUTS", "TOKEN_BUDGET", "LOOKAHEAD", "WORKER_FIELDS")
     config = [f"{n} = {v!r}" for n, v in constants.items() if n not in own]
     lines = [
         '"""'
@@ -434,6 +440,11 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         lines.append(
             f"TOKEN_BUDGET = {constants['TOKEN_BUDGET']}  # what the scheduler schedules "
             "within (max_num_scheduled_tokens)"
+        )
+    if check == "E8":
+        lines.append(
+            f"WORKER_FIELDS = {constants['WORKER_FIELDS']!r}  # where its runner's prefill "
+            "starts, and its span"
         )
     if check == "E17":
         lines.append(

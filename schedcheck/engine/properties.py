@@ -17,6 +17,10 @@ tests show each firing and quiet beside the check it restates.
   produce is in flight already (a drafter's input rows of the budget counted).
 - `lookahead_problem` (E17): a request computed to its last token has blocks for the KV
   its drafter then writes past it.
+- `copy_problem` (E8): what a tensor-parallel worker receives of each scheduled sequence
+  (pickled and back) carries what its runner reads: a prefill's block table, the two
+  fields giving its positions, its length and the tokens at them; a decode's block table,
+  length and last token.
 - `kv_problem` (E2): the KV as a model would leave it, kept by the test across steps: each
   step writes its requests' positions, every position computed reads its own prefix's
   KV at each position up to it, and every block the prefix cache holds holds the KV of
@@ -27,9 +31,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import EngineStep, Pool, computed_on
 
 __all__ = [
+    "COPY_PROBLEM",
     "FLIGHT_PROBLEM",
     "KV_PROBLEM",
     "LOOKAHEAD_PROBLEM",
@@ -183,17 +189,56 @@ KV_PROBLEM = '''def kv_problem(state, kv):
     return None
 '''
 
+COPY_PROBLEM = '''def copy_problem(state):
+    """What is wrong with what a tensor-parallel worker receives (None: nothing): each
+    scheduled sequence pickled and back (state["copies"]: its block table, length, last
+    token, the first position and count its runner's two fields give, its tokens; None
+    where its __getstate__ sends no such field) carries what the runner reads of it: a
+    prefill (state["prefill"]) its block table, fields, length and the tokens computed; a
+    decode its block table, length and last token."""
+    for name, (start, count, size, table, _, tokens) in state["scheduled"].items():
+        if name not in state["copies"]:
+            continue
+        copy = state["copies"][name]
+        if isinstance(copy, str):
+            return f"{name} cannot be pickled: {copy}"
+        ctable, csize, last, cstart, ccount, ctokens = copy
+        said = f"{name}'s pickled copy carries"
+        if ctable != table:
+            return f"{said} block table {ctable}, not {table}"
+        if csize is not None and csize != size:
+            return f"{said} num_tokens {csize}, not {size}"
+        if not state["prefill"]:
+            if last != tokens[-1]:
+                return (f"{said} last_token {last}, but this decode step computes position "
+                        f"{size - 1}, token {tokens[-1]}")
+            continue
+        if cstart is None:
+            return f"{said} no {' or '.join(WORKER_FIELDS)}, which the runner reads"
+        if (cstart, ccount) != (start, count):
+            return (f"{said} positions {cstart}..{cstart + ccount - 1} in its fields, not "
+                    f"{start}..{start + count - 1}")
+        have = ctokens or []
+        end = min(start + count, size)
+        if any(p >= len(have) or have[p] != tokens[p] for p in range(start, end)):
+            shown = "no tokens" if ctokens is None else f"tokens {ctokens}"
+            return (f"{said} {shown}, but this step computes positions {start}.."
+                    f"{start + count - 1}: {tokens[start:start + count]}")
+    return None
+'''
+
 SOURCES = {
     "E1": SCHEDULE_PROBLEM,
     "E2": KV_PROBLEM,
     "E3": POOL_PROBLEM,
+    "E8": COPY_PROBLEM,
     "E11": FLIGHT_PROBLEM,
     "E13": WASTED_PROBLEM,
     "E17": LOOKAHEAD_PROBLEM,
 }
 """Each exported check's property, by the check it restates."""
 
-STATE_READ = ("E1", "E2", "E11", "E13", "E17")
+STATE_READ = ("E1", "E2", "E8", "E11", "E13", "E17")
 """The properties read off the scheduler's state (`plain_state`: what the adapter's
 `state()` returns) after the calls a step makes, rather than off its block pool."""
 
@@ -220,7 +265,9 @@ def plain_pool(pool: Pool) -> dict[str, Any]:
     }
 
 
-def plain_state(step: EngineStep | None, pool: Pool) -> dict[str, Any]:
+def plain_state(
+    step: EngineStep | None, pool: Pool, runner: Runner | None = None
+) -> dict[str, Any]:
     """The scheduler's state as the exported test's `state()` gives it: `step`'s schedule
     (none where `step` is None: the state after an update; each request's start, count,
     size, block table, drafts and tokens), the running list, each unfinished request's
@@ -251,9 +298,36 @@ def plain_state(step: EngineStep | None, pool: Pool) -> dict[str, Any]:
     }
     # the blocks the prefix cache holds, each with the prefix its hash names
     hashed = {b: list(pool.blocks[b].token_ids) for _, b in pool.cache_index}
+    prefill = step is not None and runner is not None and runner.by_prefill_rule(step.is_prefill)
     return {
         "scheduled": scheduled,
         "running": list(pool.running),
         "progress": progress,
         "hashed": hashed,
+        "prefill": prefill,
+        "copies": _copies(step, runner),
     }
+
+
+def _copies(step: EngineStep | None, runner: Runner | None) -> dict[str, Any]:
+    """What each scheduled sequence's worker reads of its pickled copy, as the exported
+    test's state() gives it (`copy_problem`): the step's copies read by the runner's rule."""
+    if step is None or runner is None or not step.copies:
+        return {}
+    copies: dict[str, Any] = {}
+    for seq, copy in zip(step.scheduled, step.copies, strict=False):
+        size = len(seq.token_ids)
+        first, count = None, None
+        if copy.num_cached is not None and not (
+            runner.span == "count" and copy.num_scheduled is None
+        ):
+            first, count = runner.prefill(copy.num_cached, copy.num_scheduled, size)
+        copies[seq.name] = [
+            None if copy.block_table is None else list(copy.block_table),
+            copy.num_tokens,
+            copy.last_token,
+            first,
+            count,
+            None if copy.token_ids is None else list(copy.token_ids),
+        ]
+    return copies

@@ -170,22 +170,38 @@ def test_an_md_export_is_the_report_to_file_with_its_test_beside_it(
         assert part in text, part
     assert f"The test `{tmp_path / 'report.py'}` reproduces it" in text
     assert (tmp_path / "report.py").exists() and "Not read yet" in text
-    e8 = tmp_path / "e8.md"
-    root = str(checkout(mutant("pickle_lacks_tokens")))
-    assert main(["engine", root, "--in-process", "--export", str(e8)]) == faults.FAIL
-    assert "No test was exported for this check" in e8.read_text()
-    assert not (tmp_path / "e8.py").exists()
+    e9 = tmp_path / "e9.md"
+    root = str(_fork(tmp_path, "many", IGNORES_MAX_NUM_SEQS))
+    args = ["engine", root, "--in-process", "--on", "E9", "--export", str(e9)]
+    assert main(args) == faults.FAIL
+    assert "No test was exported for this check" in e9.read_text()
+    assert not (tmp_path / "e9.py").exists()
+
+
+IGNORES_MAX_NUM_SEQS = """
+
+_init = Scheduler.__init__
+
+
+def _unbounded(self, config):
+    _init(self, config)
+    self.max_num_seqs = 1 << 20  # every waiting sequence that fits is admitted
+
+
+Scheduler.__init__ = _unbounded
+"""
 
 
 def test_a_check_the_test_cannot_say_is_not_exported_and_the_verdict_stands(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """E8 reads the copy a tensor-parallel worker gets, which the test does not play."""
-    out = tmp_path / "test_e8.py"
-    root = str(checkout(mutant("pickle_lacks_tokens")))
-    assert main(["engine", root, "--in-process", "--export", str(out)]) == faults.FAIL
+    """A policy (E9, switched on) is not stated in an exported test."""
+    out = tmp_path / "test_e9.py"
+    root = str(_fork(tmp_path, "buggy", IGNORES_MAX_NUM_SEQS))
+    args = ["engine", root, "--in-process", "--on", "E9", "--export", str(out)]
+    assert main(args) == faults.FAIL
     err = capfd.readouterr().err
-    assert "not exported: E8 is not exported" in err and not out.exists(), err
+    assert "not exported: E9 is not exported" in err and not out.exists(), err
 
 
 @pytest.mark.parametrize(
@@ -193,6 +209,7 @@ def test_a_check_the_test_cannot_say_is_not_exported_and_the_verdict_stands(
     [
         ("full_prompt_hit", "E1", "is scheduled for positions"),  # NV-03's class
         ("stale_hash_hit", "E2", "attends to position"),  # NV-08's class
+        ("pickle_lacks_tokens", "E8", "pickled copy carries"),  # NV-07's class, 2 ranks
     ],
 )
 def test_an_export_read_off_the_scheduler_s_state_fails_on_the_mutant_and_passes_on_the_engine(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from schedcheck.engine.adapter import EngineSetup
 from schedcheck.engine.export import Rendered
+from schedcheck.engine.nanovllm.build import WORLD
 from schedcheck.engine.nanovllm.copyout import CACHED
 from schedcheck.engine.nanovllm.runners import RUNNERS
 from schedcheck.engine.trace import EngineTrace
@@ -116,13 +117,61 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         "    table = list(seq.block_table)\n"
         "    scheduled[names[id(seq)]] = [start, upto - start, len(tokens), table, 0, tokens]\n"
         "running = [names[id(seq)] for seq in engine.running if id(seq) in names]\n"
-        'return {"scheduled": scheduled, "running": running, "progress": {}, "hashed": {}}'
+        "copies = {}\n"
+        "for seq in seqs if PICKLED else ():  # what its tensor-parallel workers receive\n"
+        "    try:\n"
+        "        copy = pickle.loads(pickle.dumps(seq))\n"
+        "    except Exception as e:\n"
+        "        copies[names[id(seq)]] = repr(e)\n"
+        "        continue\n"
+        "    copies[names[id(seq)]] = worker_view(copy, len(seq.token_ids))\n"
+        "return {\n"
+        '    "scheduled": scheduled, "running": running, "progress": {}, "hashed": {},\n'
+        '    "prefill": is_prefill, "copies": copies,\n'
+        "}"
+    )
+    # what its loop pickled: a __getstate__ of its own and more than one rank (drive.py)
+    pickled = any(s.copies for s in trace.steps)
+    ranks = int(setup.config.get("tensor_parallel_size", WORLD))
+    span = runner.span_field
+    count = {
+        "count": "(span or 0)",
+        "end": "(span or size) - first",
+        "rest": "size - first",
+    }[runner.span]
+    worker = (
+        "def worker_view(copy, size):\n"
+        '    """What a tensor-parallel worker reads of its copy: [block table, length, last\n'
+        "    token, the first position and count its runner's fields give, tokens] (None: a\n"
+        '    field its __getstate__ does not send)."""\n\n'
+        "    def read(field):\n"
+        "        try:\n"
+        "            return getattr(copy, field)\n"
+        "        except Exception:\n"
+        "            return None\n\n"
+        '    table, tokens = read("block_table"), read("token_ids")\n'
+        f'    start, span = read("{runner.start}"), {f"read({span!r})" if span else "None"}\n'
+        "    first = count = None\n"
+        f"    if start is not None{' and span is not None' if runner.span == 'count' else ''}:\n"
+        f"        first = {'min(int(start), size - 1)' if runner.clamp else 'int(start)'}\n"
+        + ("        span = None if span is None else int(span)\n" if span else "")
+        + f"        count = {count}\n"
+        '    size_sent, last = read("num_tokens"), read("last_token")\n'
+        "    return [\n"
+        "        None if table is None else [int(b) for b in table],\n"
+        "        None if size_sent is None else int(size_sent),\n"
+        "        None if last is None else int(last),\n"
+        "        first,\n"
+        "        count,\n"
+        "        None if tokens is None else [int(t) for t in tokens],\n"
+        "    ]\n\n\n"
     )
     return Rendered(
         engine=(
             f"{setup.package}'s scheduling code and what it imports (run from the checkout's root)"
         ),
         imports=(
+            "import pickle\n"
             "import sys\n"
             "from pathlib import Path\n"
             "from types import ModuleType, SimpleNamespace\n\n"
@@ -136,8 +185,9 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
             f"from {p}.sampling_params import SamplingParams  # noqa: E402"
         ),
         helpers=(
-            "LATEST = []  # the latest schedule(): its sequences and whether it prefills\n\n\n"
-            "def computed(seq, is_prefill):\n"
+            "LATEST = []  # the latest schedule(): its sequences and whether it prefills\n"
+            f"PICKLED = {pickled}  # its Sequence has a __getstate__ of its own, sent to "
+            f"{ranks} rank(s)\n\n\n" + worker + "def computed(seq, is_prefill):\n"
             f'    """The tokens whose last position its runner computes this step:\n'
             f'    {runner.describe()}."""\n'
             "    if not is_prefill:\n"
