@@ -30,6 +30,7 @@ from schedcheck.engine.checks import active
 from schedcheck.engine.export import export_test
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
+from schedcheck.engine.verdict import verify_engine
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from tests.engine_subjects.exported import run_exported
@@ -172,3 +173,50 @@ def test_a_vllm_finding_s_test_fails_where_the_bug_is_and_passes_where_it_was_fi
         assert done.returncode == 0, f"{finding.stem} is back:\n{done.stdout[-3000:]}"
     else:
         assert done.returncode == 1 and "AssertionError" in done.stdout, done.stdout[-3000:]
+
+
+def test_a_draft_schedule_by_batch_size_is_exported_as_the_scheduler_asks(
+    engine: LocalEngine, tmp_path: Path
+) -> None:
+    """Dynamic draft lengths (0.33 on: num_speculative_tokens_per_batch_size): the test
+    builds the schedule into its SpeculativeConfig and its proposer drafts what the
+    scheduler asks after each step (num_spec_tokens_to_schedule). A mutant's failure found
+    without a schedule, run again with one that drafts less in larger batches, fails there
+    too, and its export fails on the mutant and passes on the release."""
+    if _installed() < (0, 33, 0):
+        pytest.skip("draft schedules by batch size are vLLM 0.33's and later")
+    mutant = next(m for m in MUTANTS if m.name == "rejected_kept")
+    mode = next(m for m in engine.setup.modes if m.startswith("sync"))
+    checks = [c for c in active(frozenset(), VLLM.policies_on) if c not in mutant.off]
+    engine.loaded.build.patch = mutant.patch
+    try:
+        features = engine.setup.features(VLLM.features)
+        found = search_engine(engine, 1000, checks, True, features, (mode,))
+        assert found.failure is not None, "rejected_kept was not caught"
+        w = found.failure[0]
+        # three drafts after a step of one request, one after a step of two or more
+        roomy = dataclasses.replace(w.config, max_num_seqs=2, max_num_batched_tokens=8)
+        scheduled = dataclasses.replace(
+            w, config=roomy, drafts=3, draft_schedule=((1, 1, 3), (2, 8, 1))
+        )
+        verdict = verify_engine(engine, scheduled, checks)
+    finally:
+        engine.loaded.build.patch = None
+    assert not verdict.ok, "the mutant passes under the schedule"
+    # pairs draft one token at most, where num_speculative_tokens alone would give three
+    paired = [x.drafts for s in verdict.trace.steps if len(s.scheduled) >= 2 for x in s.scheduled]
+    assert paired and max(paired) == 1, paired
+    setup = dataclasses.replace(engine.setup, modes=(mode,))
+    rendered = VLLM.render(setup, verdict.trace)
+    assert not isinstance(rendered, str), rendered
+    test = tmp_path / "test_scheduled.py"
+    test.write_text(export_test(verdict, rendered, "vLLM", "schedcheck engine --engine vllm"))
+    assert "num_speculative_tokens_per_batch_size=SCHEDULE" in test.read_text()
+    (tmp_path / "buggy").mkdir()
+    (tmp_path / "buggy" / "conftest.py").write_text(
+        CONFTEST.format(root=str(ROOT), name="rejected_kept")
+    )
+    failed = run_test(test, tmp_path / "buggy")
+    assert failed.returncode == 1 and "AssertionError" in failed.stdout, failed.stdout[-3000:]
+    fixed = run_test(test, tmp_path / "fixed")
+    assert fixed.returncode == 0, fixed.stdout[-3000:]

@@ -129,8 +129,15 @@ class Core:
             if name in sampled:
                 rejected[name] = len(drafts) + 1 - len(sampled[name])
                 if WORKER_DRAFTS:  # its proposer, after the step
-                    self.held[name] = list(DRAFTS.get(tuple(tokens + sampled[name]), []))
+                    proposed = DRAFTS.get(tuple(tokens + sampled[name]), [])
+                    self.held[name] = list(proposed)[: self.asked(out)]
         return out, sampled, set(), rejected
+
+    def asked(self, out):
+        """The drafts its proposer makes after the step `out` scheduled: the count the
+        scheduler asks for (0.33 on: by the batch size, SCHEDULE), else SPEC."""
+        asked = getattr(out, "num_spec_tokens_to_schedule", None)
+        return SPEC if asked is None else asked
 
     def update(self, batch, seen):
         out, sampled, _, _ = batch
@@ -199,7 +206,7 @@ def runner_output(order, sampled):
 # drafts are the test's (DRAFTS), handed over as the engine core hands the worker's.
 SPECULATIVE = """speculative = SpeculativeConfig(
     method="ngram", num_speculative_tokens=SPEC, prompt_lookup_max=SPEC, prompt_lookup_min=1,
-    target_model_config=model_config, target_parallel_config=ParallelConfig(),
+    target_model_config=model_config, target_parallel_config=ParallelConfig(),{schedule}
 )
 """
 
@@ -211,14 +218,15 @@ draft.mkdir()
 (draft / "config.json").write_text(json.dumps(MODEL))
 speculative = SpeculativeConfig(
     method=METHOD, model=str(draft), num_speculative_tokens=SPEC,
-    target_model_config=model_config, target_parallel_config=ParallelConfig(),
+    target_model_config=model_config, target_parallel_config=ParallelConfig(),{schedule}
 )
 """
 
 # EngineCore.post_step (sync scheduling): the worker's drafts for the step's requests, from
 # the tokens each holds after the update (none for a chunk short of its end)
-PROPOSE = """drafts = [list(DRAFTS[tuple(self.requests[n].all_token_ids)]) if n in sampled else []
-                  for n in order]
+PROPOSE = """asked = self.asked(out)
+        drafts = [list(DRAFTS[tuple(self.requests[n].all_token_ids)])[:asked] if n in sampled
+                  else [] for n in order]
         self.scheduler.update_draft_token_ids(DraftTokenIds(order, drafts))
         """
 
@@ -226,7 +234,7 @@ PROPOSE = """drafts = [list(DRAFTS[tuple(self.requests[n].all_token_ids)]) if n 
 # (-1s), for the step's requests or (EVERY_DRAFT) every request the runner holds drafts for
 PROPOSE_HELD = """names = list(self.held) if EVERY_DRAFT else order
         if order:  # a step that ran the model
-            drafts = DraftTokenIds(names, [[-1] * SPEC for _ in names])
+            drafts = DraftTokenIds(names, [[-1] * self.asked(out) for _ in names])
             self.scheduler.update_draft_token_ids(drafts)
         """
 
@@ -330,11 +338,6 @@ def _release(setup: EngineSetup) -> str:
 def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     """vLLM's calls for the exported test."""
     w = trace.workload
-    if w.draft_schedule:  # its proposer's count per step is the scheduler's, not a literal
-        return (
-            "the workload's draft lengths follow a schedule by batch size, which its test "
-            "does not drive yet"
-        )
     mode = Mode.parse(w.config.mode or setup.modes[0])
     looks = bool(setup.config.get("looks_at_device", False))
     cls = "AsyncScheduler" if mode.overlapped else "Scheduler"
@@ -361,7 +364,13 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     if w.drafts and w.drafter != "lookup":
         facts.append(f"METHOD = {METHODS[w.drafter]!r}  # the drafter: {DRAFTERS[w.drafter]}")
         facts.append(f"DRAFT_FOLDER = {DRAFT_FOLDERS[w.drafter]!r}")
-    speculative = SPECULATIVE if w.drafter == "lookup" else SPECULATIVE_MODEL
+    if w.draft_schedule:  # the proposer drafts what the scheduler asks (Core.asked)
+        schedule = [list(e) for e in w.draft_schedule]
+        facts.append(f"SCHEDULE = {schedule!r}  # [first, last batch size, drafts] ranges")
+    speculative = (SPECULATIVE if w.drafter == "lookup" else SPECULATIVE_MODEL).replace(
+        "{schedule}",
+        "\n    num_speculative_tokens_per_batch_size=SCHEDULE," if w.draft_schedule else "",
+    )
     propose = "" if not w.drafts or mode.overlapped else PROPOSE_HELD if held else PROPOSE
     release = _release(setup)
     return Rendered(
