@@ -431,3 +431,18 @@ def test_one_rank_pickles_nothing_so_e8_does_not_apply() -> None:
     assert verdict.violations[0].check == "E8", verdict.report()
     one = read_setup(str(checkout(mutant)), config=["tensor_parallel_size=1"])
     assert verify_engine(LocalEngine(NANO, one), w).ok
+
+
+def test_the_loop_checks_pickled_copies_whatever_the_fork_s_config_py_defaults_to() -> None:
+    """Two ranks unless --config says otherwise, not the fork's own default (1 in nearly
+    every config.py): the same mutant assembled whole, its config.py saying 1, fails E8
+    on the workload above (this gave a false PASS on 2026-12-04, between 9c76452 and the
+    fix: the loop read config.py's default)."""
+    mutant = next(m for m in MUTANTS if m.stem == "pickle_lacks_tokens")
+    whole = checkout(mutant, whole=True)
+    assert "tensor_parallel_size: int = 1" in (whole / "nanovllm" / "config.py").read_text()
+    found = search_engine(LocalEngine(NANO, read_setup(str(checkout(mutant)))), examples=300)
+    assert found.failure is not None
+    setup = read_setup(str(whole), loop="scheduler")
+    verdict = verify_engine(LocalEngine(NANO, setup), found.failure[0])
+    assert [v.check for v in verdict.violations][:1] == ["E8"], verdict.report()

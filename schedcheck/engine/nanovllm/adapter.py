@@ -22,6 +22,7 @@ from schedcheck.engine.nanovllm.build import WORLD, Package, load_package
 from schedcheck.engine.nanovllm.config import (
     OWN_STEP,
     TORCH,
+    given_config,
     loops_line,
     not_run,
     own_step,
@@ -125,16 +126,6 @@ class _Here(_InWorker):
     ) -> EngineTrace:
         self.install()
         return super().run(workload, setup, beat)
-
-
-def given_config(setup: EngineSetup) -> dict[str, Any]:
-    """The Config fields --config set (the rest are the fork's own defaults, which its own
-    Config gives itself)."""
-    options = setup.options
-    keys = [
-        options[i + 1].partition("=")[0].strip() for i, o in enumerate(options) if o == "--config"
-    ]
-    return {k: setup.config[k] for k in keys if k in setup.config}
 
 
 def config_stood_in(message: str) -> str | None:

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from schedcheck.engine.nanovllm.config import NOT_RUN
+from schedcheck.engine.nanovllm.config import NOT_RUN, WORLD
 from schedcheck.engine.nanovllm.loader import Engine, SourceFinder
 from schedcheck.engine.nanovllm.model import Argmax, Forwards, SimModel
 from schedcheck.engine.nanovllm.ranks import Distributed, Park, ProcessState, Ranks
@@ -50,7 +50,6 @@ from schedcheck.engine.workload import EOS, EngineWorkload
 __all__ = ["WORLD", "Built", "Package", "assigned", "build", "load_package", "unset_by_us"]
 
 ACCEPTED_BLOCK_SIZE = 256  # what nano-vllm's Config asserts (a multiple of 256)
-WORLD = 2  # tensor-parallel ranks, unless --config tensor_parallel_size says otherwise
 
 
 class Built:

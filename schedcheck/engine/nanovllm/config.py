@@ -37,6 +37,10 @@ NOT_RUN = (
     "init_weight_offload",
     "release_kv_cache_reserve",
 )
+# Tensor-parallel ranks a run plays (its own step's workers; schedcheck's loop checks the
+# pickled copies they would receive: E8), unless --config tensor_parallel_size says
+# otherwise: not the fork's own default, which is 1 in nearly every fork's config.py.
+WORLD = 2
 # The Config fields every workload sets itself (docs/engines.md): --config cannot.
 DRAWN = (
     "max_num_seqs",
@@ -498,3 +502,19 @@ def read_setup(
         modes=loops,
         lacks=lacks,
     )
+
+
+def given_config(setup: EngineSetup) -> dict[str, Any]:
+    """The Config fields --config set (the rest are the fork's own defaults, which its own
+    Config gives itself)."""
+    options = setup.options
+    keys = [
+        options[i + 1].partition("=")[0].strip() for i, o in enumerate(options) if o == "--config"
+    ]
+    return {k: setup.config[k] for k in keys if k in setup.config}
+
+
+def ranks(setup: EngineSetup) -> int:
+    """The tensor-parallel ranks a run plays: WORLD unless --config tensor_parallel_size set
+    it (the fork's own default, 1 in most config.py files, would leave E8 unchecked)."""
+    return int(given_config(setup).get("tensor_parallel_size", WORLD))

@@ -17,7 +17,7 @@ from typing import Any
 
 from schedcheck.engine.adapter import EngineSetup
 from schedcheck.engine.nanovllm import copyout
-from schedcheck.engine.nanovllm.build import WORLD
+from schedcheck.engine.nanovllm.config import ranks
 from schedcheck.engine.nanovllm.loader import Config, ConfigUnset, Engine
 from schedcheck.engine.nanovllm.runners import RUNNERS
 from schedcheck.engine.run import Run, Stop
@@ -123,9 +123,8 @@ class NanoDriver:
         )
         # It pickles its sequences to tensor-parallel workers where it has a form of its
         # own (__getstate__) and workers: not with `--config tensor_parallel_size=1`.
-        ranks = int(setup.config.get("tensor_parallel_size", WORLD))
         own_form = any("__getstate__" in vars(k) for k in engine.Sequence.__mro__[:-1])
-        self.pickles = own_form and ranks > 1
+        self.pickles = own_form and ranks(setup) > 1
         self.requests = {r.name: r for r in self.workload.requests}
         self.seqs: dict[str, Any] = {}  # name -> the engine's Sequence
         self.names: dict[int, str] = {}  # id(Sequence) -> name

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from schedcheck.engine.adapter import EngineSetup
 from schedcheck.engine.export import Rendered
-from schedcheck.engine.nanovllm.build import WORLD
+from schedcheck.engine.nanovllm.config import ranks
 from schedcheck.engine.nanovllm.copyout import CACHED
 from schedcheck.engine.nanovllm.runners import RUNNERS
 from schedcheck.engine.trace import EngineTrace
@@ -84,14 +84,16 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     params = "temperature=1.0, max_tokens=max_tokens"
     if "ignore_eos" not in setup.lacks:
         params += ", ignore_eos=ignore_eos"
-    is_prefill = ", is_prefill" if len(post) >= 4 else ""
     step = (
         "seqs, is_prefill = engine.schedule()[:2]\n"
         "LATEST[:] = [seqs, is_prefill]\n"
         "if seen:\n"
         '    seen("schedule()")\n'
         "tokens = [NEXT[computed(seq, is_prefill)] for seq in seqs]\n"
-        f"engine.postprocess(seqs, tokens{is_prefill})"
+        "# postprocess(seqs, token_ids), or (..., is_prefill) in later commits: read at run time,\n"
+        "# so that the test runs on the commit that has the bug and on the one that fixed it\n"
+        "takes = len(inspect.signature(engine.postprocess).parameters)\n"
+        "engine.postprocess(seqs, tokens, *((is_prefill,) if takes >= 3 else ()))"
     )
     if runner.decode == "mixed":  # one batch of both kinds: sequences only, tokens by index
         step = (
@@ -132,7 +134,6 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     )
     # what its loop pickled: a __getstate__ of its own and more than one rank (drive.py)
     pickled = any(s.copies for s in trace.steps)
-    ranks = int(setup.config.get("tensor_parallel_size", WORLD))
     span = runner.span_field
     count = {
         "count": "(span or 0)",
@@ -171,6 +172,7 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
             f"{setup.package}'s scheduling code and what it imports (run from the checkout's root)"
         ),
         imports=(
+            "import inspect\n"
             "import pickle\n"
             "import sys\n"
             "from pathlib import Path\n"
@@ -187,7 +189,7 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         helpers=(
             "LATEST = []  # the latest schedule(): its sequences and whether it prefills\n"
             f"PICKLED = {pickled}  # its Sequence has a __getstate__ of its own, sent to "
-            f"{ranks} rank(s)\n\n\n" + worker + "def computed(seq, is_prefill):\n"
+            f"{ranks(setup)} rank(s)\n\n\n" + worker + "def computed(seq, is_prefill):\n"
             f'    """The tokens whose last position its runner computes this step:\n'
             f'    {runner.describe()}."""\n'
             "    if not is_prefill:\n"
