@@ -4,6 +4,7 @@ that must catch it (tests/engine/test_vllm.py). Written against vLLM's v1 API (0
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -195,6 +196,33 @@ def drafts_a_step_late(scheduler: Any) -> None:
     scheduler.update_draft_token_ids = delayed
 
 
+def cached_over_drafts(scheduler: Any) -> None:
+    """Blocks cached over the drafts a step computes, before they are verified: after each
+    schedule(), a request's blocks that its drafts fill are hashed as if the drafts were
+    its tokens and put in the prefix cache (vLLM caches up to `request.num_tokens`, which
+    leaves drafts out). A rejected draft's position is computed again with the verified
+    token, under a hash that names the draft."""
+    schedule = scheduler.schedule
+
+    def eager() -> Any:
+        out = schedule()
+        for name, drafts in out.scheduled_spec_decode_tokens.items():
+            request = scheduler.requests.get(name)
+            if request is None or not drafts:
+                continue  # (a v2 runner's drafts are -1s here: hashed as they are sent)
+            ahead = copy.copy(request)
+            ahead._all_token_ids = [*request.all_token_ids, *drafts]
+            ahead.all_token_ids = ahead._all_token_ids
+            ahead.block_hashes = list(request.block_hashes)
+            kept = len(request.block_hashes)
+            request.block_hashes.extend(request._block_hasher(ahead))
+            scheduler.kv_cache_manager.cache_blocks(request, request.num_computed_tokens)
+            del request.block_hashes[kept:]
+        return out
+
+    scheduler.schedule = eager
+
+
 def drafts_counted_twice(scheduler: Any) -> None:
     """Async scheduling counts a step's drafts twice among the tokens in flight: after each
     schedule(), a request's num_output_placeholders grows by its drafts once more."""
@@ -304,6 +332,14 @@ MUTANTS = (
     ),
     # The scheduler sends draft values only to the v1 runner (the v2 runner keeps its own
     # and is sent -1s): stale drafts are a v1 bug
+    VllmMutant(
+        "cached_over_drafts",
+        "E2",
+        "blocks cached over unverified drafts (speculative decoding)",
+        cached_over_drafts,
+        modes=("sync-v2", "sync-v1"),
+        drafts=True,
+    ),
     VllmMutant(
         "drafts_a_step_late",
         "E15",
