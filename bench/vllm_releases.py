@@ -1,15 +1,20 @@
 """A verdict on every vLLM release from 0.11: each minor release's first and last patch,
 installed the lean way in a venv of its own (.ci/install-vllm RELEASE), checked by
-`schedcheck engine --engine vllm` in its default modes with a bounded search. Minutes per
-release; not part of CI (which checks the pinned release). docs/engines.md keeps the table.
+`schedcheck engine --engine vllm` with a bounded search: in its default features and modes,
+or in those --features and --modes name (passed through: e.g. `--features spec --modes all`,
+speculative decoding in every mode the release has). Minutes per release; not part of CI
+(which checks the pinned release). docs/engines.md keeps the table.
 
-Run: python -m bench.vllm_releases [--examples N] [--out FILE.jsonl] [RELEASE ...]
+Run: python -m bench.vllm_releases [--examples N] [--features F] [--modes M]
+     [--out FILE.jsonl] [RELEASE ...]
 
-Each release's row goes to FILE.jsonl as it is done (release, the report's mode lines,
-exit status, verdict, the first failure's lines, the saved workload), so a run stopped
-half way keeps what it did; a release whose row is there already is skipped. The saved
-counterexamples stay in the folder beside FILE, to be read in vLLM's code before a
-failure is believed.
+Each release's row goes to FILE.jsonl as it is done (release, the options passed, the
+report's mode lines, its drafter lines (the `features:` line and the `trial runs:` lines:
+which drafters the release runs in which mode), exit status, verdict, the first failure's
+lines, the saved workload), so a run stopped half way keeps what it did; a release whose
+row is there already is skipped. The saved counterexamples, and each failing run's whole
+report (runN-CHECK.txt), stay in the folder beside FILE, to be read in vLLM's code before
+a failure is believed.
 """
 
 from __future__ import annotations
@@ -62,13 +67,17 @@ def sh(venv: Path, *args: str, timeout: float = 1800) -> subprocess.CompletedPro
     )
 
 
-POLICIES = ("E4", "E9", "E10", "E13")  # a failure of one is rerun with it off, to go on
+# a failure of one is rerun with it off, to go on (E17: VLLM-10, with drafts, 0.11 to 0.2x)
+POLICIES = ("E4", "E9", "E10", "E13", "E17")
+TIMEOUT = 1800  # seconds for one `schedcheck engine` run; past it the run counts as timed out
 
 
-def check_release(release: str, examples: int, saved: Path) -> dict[str, object]:
+def check_release(
+    release: str, examples: int, saved: Path, options: list[str]
+) -> dict[str, object]:
     folder = Path(tempfile.mkdtemp(prefix=f"schedcheck-vllm-{release}-"))
     venv = folder / "venv"
-    row: dict[str, object] = {"release": release}
+    row: dict[str, object] = {"release": release, "options": options}
     try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         python = str(venv / "bin" / "python")
@@ -86,7 +95,7 @@ def check_release(release: str, examples: int, saved: Path) -> dict[str, object]
         off: list[str] = []
         runs: list[dict[str, object]] = []
         while True:
-            done = engine(venv, python, examples, saved / release, off, added)
+            done = engine(venv, python, examples, saved / release, off, added, options)
             lines = done.stdout.strip().splitlines()
             failure = [x for x in lines if x.startswith(("FAIL", "E"))][:2]
             runs.append(
@@ -98,8 +107,17 @@ def check_release(release: str, examples: int, saved: Path) -> dict[str, object]
                     "failure": failure or done.stderr.strip().splitlines()[-3:],
                 }
             )
-            row.setdefault("modes", [x for x in lines if x.startswith(("async:", "runner:"))])
+            row.setdefault(
+                "modes", [x for x in lines if x.startswith(("async:", "runner:", "modes:"))]
+            )
+            row.setdefault(
+                "drafters", [x for x in lines if x.startswith(("features:", "trial runs:"))]
+            )
             check = failure[0].rsplit(": ", 1)[-1] if failure else ""
+            if done.returncode:  # the whole report, beside the saved workload, to read
+                report = saved / release / f"run{len(runs)}-{check or done.returncode}.txt"
+                report.parent.mkdir(parents=True, exist_ok=True)
+                report.write_text(done.stdout + done.stderr)
             if done.returncode != 1 or check not in POLICIES or len(off) == 2:
                 break
             off.append(check)  # a policy failed: what else is there with it off
@@ -114,29 +132,43 @@ def check_release(release: str, examples: int, saved: Path) -> dict[str, object]
         shutil.rmtree(folder, ignore_errors=True)
 
 
-VERDICTS = {0: "PASS", 1: "FAIL", 2: "cannot be driven", 3: "schedcheck's fault"}
+VERDICTS = {0: "PASS", 1: "FAIL", 2: "cannot be driven", 3: "schedcheck's fault", 124: "timed out"}
 
 
 def engine(
-    venv: Path, python: str, examples: int, saved: Path, off: list[str], added: list[str]
+    venv: Path,
+    python: str,
+    examples: int,
+    saved: Path,
+    off: list[str],
+    added: list[str],
+    options: list[str],
 ) -> subprocess.CompletedProcess[str]:
-    """`schedcheck engine --engine vllm` in the release's venv; a package its lean install
-    left out that it imports after all (ModuleNotFoundError) is added, and the run again."""
+    """`schedcheck engine --engine vllm` in the release's venv, with `options` (--features,
+    --modes); a package its lean install left out that it imports after all
+    (ModuleNotFoundError) is added, and the run again. A run past TIMEOUT: exit 124."""
     for _ in range(4):
-        done = sh(
-            venv,
+        command = [
             python,
             "-m",
             "schedcheck",
             "engine",
             "--engine",
             "vllm",
+            *options,
             "--examples",
             str(examples),
             "--save-failures",
             str(saved),
             *(f"--off={c}" for c in off),
-        )
+        ]
+        try:
+            done = sh(venv, *command, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired as e:
+            said = [b.decode() if isinstance(b, bytes) else (b or "") for b in (e.stdout, e.stderr)]
+            return subprocess.CompletedProcess(
+                command, 124, said[0], said[1] + f"\ntimed out after {TIMEOUT} s"
+            )
         missing = MISSING.search(done.stderr + done.stdout)
         if done.returncode != 2 or missing is None:
             break
@@ -154,7 +186,15 @@ def table(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|",
     ]
     for row in rows:
-        modes = ", ".join(str(m).split(" (")[0] for m in row.get("modes", []))
+        said_modes = [str(m).split(" (")[0] for m in row.get("modes", [])]
+        drawn = [m for m in said_modes if m.startswith("modes:")]  # --modes all: each named
+        modes = ", ".join(drawn or said_modes)
+        for line in map(str, row.get("drafters", [])):  # which drafters ran, where not
+            if "; drafters: " in line:
+                modes += "; drafters: " + line.split("; drafters: ", 1)[1]
+            else:  # a trial run's refusal, less its reason
+                refused = line.removeprefix("trial runs: ").removeprefix("drafter ")
+                modes += "; " + refused.split(": ", 1)[0]
         said = [
             "PASS" if run.get("verdict") == "PASS" else str((run.get("failure") or [""])[-1])[:140]
             for run in row.get("runs") or [row]
@@ -170,6 +210,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.vllm_releases")
     parser.add_argument("releases", nargs="*", help="default: every release from 0.11")
     parser.add_argument("--examples", type=int, default=1000)
+    parser.add_argument("--features", help="passed to `schedcheck engine` (e.g. spec)")
+    parser.add_argument("--modes", choices=("default", "all"), help="passed likewise")
     parser.add_argument("--out", default="vllm-releases.jsonl")
     parser.add_argument("--table", action="store_true", help="print FILE's rows as a table")
     args = parser.parse_args()
@@ -179,10 +221,11 @@ def main() -> None:
         return
     rows = out.read_text().splitlines() if out.exists() else []
     done = {json.loads(x)["release"] for x in rows}
+    options = [f"--{k}={v}" for k, v in (("features", args.features), ("modes", args.modes)) if v]
     for release in args.releases or registry_releases():
         if release in done:
             continue
-        row = check_release(release, args.examples, out.parent / "vllm-failures")
+        row = check_release(release, args.examples, out.parent / "vllm-failures", options)
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(json.dumps(row), flush=True)
