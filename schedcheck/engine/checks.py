@@ -312,10 +312,10 @@ def _copy_problem(runner: Runner, is_prefill: bool, seq: Scheduled, copy: Copy) 
             )
         return None
     first, second = runner.fields
-    if copy.num_cached is None or (runner.span == "count" and copy.num_scheduled is None):
+    theirs = runner.prefill_read(copy.num_cached, copy.num_scheduled, size)
+    if theirs is None:
         return f"no {first} or {second}, which the runner reads"
     start, end = span(seq)
-    theirs = runner.prefill(copy.num_cached, copy.num_scheduled, size)
     if theirs != (start, end - start):
         said = f"{first} {copy.num_cached}" + (f", {second} {copy.num_scheduled}" if second else "")
         return f"{said}: positions {theirs[0]}..{sum(theirs) - 1}, not {start}..{end - 1}"

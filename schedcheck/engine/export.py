@@ -168,10 +168,7 @@ def fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) ->
         # the test reads the pool after each step, as the step leaves it
         pools = [steps[k].after_postprocess for k in here]
         return any(problem(SOURCES[check], plain_pool(p)) for p in pools if p is not None)
-    if check in ("E1", "E17"):
-        states = [plain_state(steps[k], steps[k].after_schedule) for k in here]
-        return any(problem(SOURCES[check], s, **constants) for s in states)
-    if check == "E8":
+    if check in ("E1", "E8", "E17"):
         runner = trace.traits.runner
         states = [plain_state(steps[k], steps[k].after_schedule, runner) for k in here]
         return any(problem(SOURCES[check], s, **constants) for s in states)

@@ -316,12 +316,8 @@ def _copies(step: EngineStep | None, runner: Runner | None) -> dict[str, Any]:
         return {}
     copies: dict[str, Any] = {}
     for seq, copy in zip(step.scheduled, step.copies, strict=False):
-        size = len(seq.token_ids)
-        first, count = None, None
-        if copy.num_cached is not None and not (
-            runner.span == "count" and copy.num_scheduled is None
-        ):
-            first, count = runner.prefill(copy.num_cached, copy.num_scheduled, size)
+        read = runner.prefill_read(copy.num_cached, copy.num_scheduled, len(seq.token_ids))
+        first, count = read if read is not None else (None, None)
         copies[seq.name] = [
             None if copy.block_table is None else list(copy.block_table),
             copy.num_tokens,

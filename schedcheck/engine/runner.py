@@ -70,6 +70,15 @@ class Runner:
             return first, (span or num_tokens) - first
         return first, num_tokens - first
 
+    def prefill_read(
+        self, start: int | None, span: int | None, num_tokens: int
+    ) -> tuple[int, int] | None:
+        """(first position, count) a prefill computes from the two fields as a copy of the
+        sequence carries them; None where it lacks one the runner reads."""
+        if start is None or (self.span == "count" and span is None):
+            return None
+        return self.prefill(start, span, num_tokens)
+
     def by_prefill_rule(self, is_prefill: bool) -> bool:
         """Whether a sequence of a step is computed by the prefill rule."""
         return is_prefill or self.decode == "mixed"

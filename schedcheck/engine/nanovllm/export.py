@@ -151,8 +151,9 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         "        except Exception:\n"
         "            return None\n\n"
         '    table, tokens = read("block_table"), read("token_ids")\n'
-        f'    start, span = read("{runner.start}"), {f"read({span!r})" if span else "None"}\n'
-        "    first = count = None\n"
+        f'    start = read("{runner.start}")\n'
+        + (f"    span = read({span!r})\n" if span else "")
+        + "    first = count = None\n"
         f"    if start is not None{' and span is not None' if runner.span == 'count' else ''}:\n"
         f"        first = {'min(int(start), size - 1)' if runner.clamp else 'int(start)'}\n"
         + ("        span = None if span is None else int(span)\n" if span else "")
