@@ -73,6 +73,10 @@ class Features:
     # (empty: every one of draft_modes)
     drafters: tuple[tuple[str, tuple[str, ...]], ...] = (("lookup", ()),)
     draft_schedules: bool = False  # dynamic draft lengths by batch size (workload.draft_schedule)
+    # KV connectors (issue 50; workload.CONNECTORS) its workloads run with, and what it does
+    # with a failed load (workload.LOAD_FAILURES); empty: none drawn
+    connectors: tuple[str, ...] = ()
+    load_failures: tuple[str, ...] = ()
 
 
 PLAIN = Features()
@@ -113,6 +117,10 @@ class EngineSetup:
     # the kinds of drafter its release runs, each with the draft modes it runs in (empty:
     # all), as trial runs showed (Adapter.settle); () for its adapter's: Features.drafters
     drafters: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the KV connectors and load-failure policies this release runs with (Features'
+    # connectors and load_failures, narrowed to these; () none)
+    connectors: tuple[str, ...] = ()
+    load_failures: tuple[str, ...] = ()
 
     def features(self, features: Features) -> Features:
         """Its adapter's features, narrowed to what this setup runs with."""
@@ -130,6 +138,11 @@ class EngineSetup:
             features = replace(features, draft_modes=self.draft_modes)
         if self.drafters:
             features = replace(features, drafters=self.drafters)
+        features = replace(
+            features,
+            connectors=tuple(c for c in features.connectors if c in self.connectors),
+            load_failures=tuple(p for p in features.load_failures if p in self.load_failures),
+        )
         lacked: dict[str, Any] = dict.fromkeys(self.lacks, False)
         return replace(features, **lacked)
 
@@ -150,6 +163,8 @@ class EngineSetup:
             "settled": list(self.settled),
             "draft_modes": list(self.draft_modes),
             "drafters": [[kind, list(modes)] for kind, modes in self.drafters],
+            "connectors": list(self.connectors),
+            "load_failures": list(self.load_failures),
         }
 
     @classmethod
@@ -170,6 +185,8 @@ class EngineSetup:
             tuple(map(str, data.get("settled", ()))),
             tuple(map(str, data.get("draft_modes", ()))),
             tuple((str(kind), tuple(map(str, modes))) for kind, modes in data.get("drafters", ())),
+            tuple(map(str, data.get("connectors", ()))),
+            tuple(map(str, data.get("load_failures", ()))),
         )
 
     @property

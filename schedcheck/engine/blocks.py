@@ -75,6 +75,8 @@ def pool_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
         if pool.blocks[b].hash == -1:
             return f"block {b} is kept as cached, but holds no hash", ()
     holders: dict[int, list[tuple[str, int]]] = {}
+    for b in pool.deferred:  # a step in flight may still write it: the engine holds it
+        holders.setdefault(b, []).append(("a step in flight", -1))
     for name, table in pool.tables.items():
         for index, b in enumerate(table):
             if any(h == name for h, _ in holders.get(b, [])):
@@ -98,8 +100,9 @@ def pool_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
         if (block.ref_count > 0) != (b in used):
             state = "used" if b in used else "cached" if b in cached else "free"
             return f"block {b} has ref_count {block.ref_count} but is {state}", ()
-        if len(held) > 1:
-            mismatch = _different_prefixes(pool, held, bs)
+        tables = [(n, i) for n, i in held if i >= 0]  # a step in flight holds no position
+        if len(tables) > 1:
+            mismatch = _different_prefixes(pool, tables, bs)
             if mismatch is not None:
                 return f"block {b} is shared by {mismatch}", tuple(n for n, _ in held)
     return None

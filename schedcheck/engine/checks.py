@@ -12,7 +12,9 @@ placeholder the runner holds for one; E13 (a policy, vLLM's) a running request i
 of a step only when the step has no room for it; E14 (a policy, SGLang's) retraction takes
 the running requests with the fewest output tokens and requeues them at the tail; E15 and
 E16 (policies, speculative decoding) the drafts scheduled are fresh and the draft metrics
-add up; E17 a drafter's lookahead slots lie in the request's blocks.
+add up; E17 a drafter's lookahead slots lie in the request's blocks; E18 and E19 (a KV
+connector's, transfers.py) a transfer's blocks stay the engine's until it ends, and the
+connector is told what the scheduler did.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
 can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
@@ -40,6 +42,7 @@ from schedcheck.engine.trace import (
     Progress,
     Scheduled,
 )
+from schedcheck.engine.transfers import check_e18, check_e19
 from schedcheck.engine.workload import EOS, EngineRequest
 from schedcheck.invariants.violation import Violation
 
@@ -250,10 +253,13 @@ def check_e7(trace: EngineTrace) -> Iterator[Violation]:
     if trace.failure is not None:
         return  # the run did not end: E5 or E6 says why
     last = len(trace.steps)
+    failed = _failed_for_loads(trace)
     for request in trace.workload.requests:
         want, got = trace.workload.alone(request), trace.outputs.get(request.name, ())
         if request.abort and got == want[: len(got)]:
             continue  # aborted: what it produced before the abort
+        if request.name in failed and got == want[: len(got)]:
+            continue  # failed by the engine for a failed load, as its policy says
         if got != want:
             yield Violation(
                 "E7",
@@ -263,6 +269,22 @@ def check_e7(trace: EngineTrace) -> Iterator[Violation]:
                 + _ran_on(request, want, got),
                 (request.name,),
             )
+
+
+def _failed_for_loads(trace: EngineTrace) -> set[str]:
+    """The requests an engine whose policy fails a request for a failed load may have
+    failed (EngineWorkload.load_failure "fail"): those whose load failed, and those it
+    finished (told its connector so) in the update that took a failure's report (the
+    step's, or where steps overlap the next one's): a request sharing a failed block."""
+    if trace.workload.load_failure != "fail":
+        return set()
+    reported = {s.step for s in trace.steps if any(t.failed for t in s.transfers)}
+    return {
+        t.name
+        for step in trace.steps
+        for t in step.transfers
+        if t.failed or (t.kind == "finished" and reported & {step.step, step.step - 1})
+    }
 
 
 def _ran_on(request: EngineRequest, want: tuple[int, ...], got: tuple[int, ...]) -> str:
@@ -417,7 +439,10 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
     >= num_prompt_tokens + max_tokens`, and max_model_len's `max_model_len - 1 -
     num_computed_tokens` of 0). A drafter whose forward pass takes input rows of the
     step's budget for each request (Traits.draft_inputs), or off the whole budget
-    (Traits.token_budget), leaves that much less room."""
+    (Traits.token_budget), leaves that much less room. With a KV connector, a step whose
+    pool has no free block has no room either: vLLM waits for blocks a transfer or a step in
+    flight is about to free rather than preempt for them (`has_pending_block_frees`, and
+    "a deferred free will not help with immediate allocation", 0.30 on)."""
     config = trace.workload.config
     requests = {r.name: r for r in trace.workload.requests}
     previous = None
@@ -440,6 +465,8 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
             rows = total + trace.traits.draft_inputs * (len(names) + 1)
             budget = trace.traits.token_budget or config.max_num_batched_tokens
             room = rows < budget and len(names) < config.max_num_seqs
+            if trace.workload.connector and not now.free:
+                room = False
             if left and room:
                 yield Violation(
                     "E13",
@@ -802,10 +829,37 @@ ENTRIES: tuple[EngineCheck, ...] = (
         function=check_e17,
         policy=False,
     ),
+    EngineCheck(
+        id="E18",
+        title="a KV transfer's blocks stay the engine's until it ends (a connector's)",
+        symptom="a block freed or handed to another request while the connector still "
+        "loads into it or saves from it: the load overwrites another request's KV, or the "
+        "store keeps KV that is not the prefix's",
+        likely_bugs=(
+            "blocks freed when a load in flight ends though the connector asked to keep them "
+            "for its save (two reasons to delay a free, one flag)",
+            "an aborted request's blocks freed while its asynchronous load still writes them",
+            "an asynchronous load's blocks cached before the load is done",
+        ),
+        function=check_e18,
+    ),
+    EngineCheck(
+        id="E19",
+        title="the KV connector is told what the scheduler did",
+        symptom="a connector's own state drifts from the scheduler's: a request it never hears "
+        "finished, a load into blocks the request does not hold, a transfer left running",
+        likely_bugs=(
+            "request_finished skipped on one path of finishing (an abort, a failed load) or "
+            "called twice",
+            "update_state_after_alloc given the blocks allocated this step, not the request's",
+            "the engine stops stepping while a save it delayed a free for still runs",
+        ),
+        function=check_e19,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E17."""
+"""Every engine check by id, E1-E19."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

@@ -112,9 +112,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     engine.add_argument(
         "--features",
         metavar="NAMES",
-        help="what the workloads draw beyond the engine's default: spec (speculative "
-        "decoding: drafts proposed, verified and rolled back; vLLM), "
-        "or none (default: the engine's own, which draws no drafts yet)",
+        help="what the workloads draw, comma-separated: spec (speculative decoding: drafts "
+        "proposed, verified and rolled back; vLLM), connector (a KV connector over a "
+        "simulated external store: loads, saves, failed loads; vLLM), or none (default: "
+        "every one the engine's adapter drives, each in a share of the workloads)",
     )
     engine.add_argument(
         "--loop",
@@ -290,8 +291,9 @@ def engine_command(args: argparse.Namespace) -> int:
     return conclude(args, shown, options, found, reached, checks, exporter)
 
 
-FEATURES = ("spec",)
-"""What --features names: spec, speculative decoding (Features.drafts)."""
+FEATURES = ("spec", "connector")
+"""What --features names: spec, speculative decoding (Features.drafts); connector, a KV
+connector's transfers (Features.connectors)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -303,13 +305,22 @@ def drawn(features: Features, asked: str | None, title: str) -> Features:
     names = [n.strip() for n in (asked or "").split(",") if n.strip()]
     unknown = [n for n in names if n not in (*FEATURES, "none")]
     if unknown:
-        raise ValueError(f"--features {asked}: {unknown[0]!r} is no feature (spec, or none)")
+        raise ValueError(
+            f"--features {asked}: {unknown[0]!r} is no feature ({', '.join(FEATURES)}, or none)"
+        )
     if "spec" in names and not features.drafts:
         raise ValueError(
             f"--features spec: schedcheck does not drive {title}'s speculative decoding"
         )
+    if "connector" in names and not features.connectors:
+        raise ValueError(
+            f"--features connector: schedcheck drives no KV connector of {title}'s (or this "
+            "release registers none by module path)"
+        )
     if not wants("spec", asked):
         features = replace(features, drafts=0)
+    if not wants("connector", asked):
+        features = replace(features, connectors=(), load_failures=())
     return features
 
 
@@ -427,6 +438,19 @@ def unsupported(
         )
     if workload.drafts and not features.drafts:
         found.append("speculative decoding, which this run does not draw (--features spec)")
+    if workload.connector and workload.connector not in features.connectors:
+        found.append(
+            f"the {workload.connector} KV connector, which this run does not draw "
+            "(--features connector, where the release has it)"
+        )
+    if (
+        workload.connector
+        and any(r.load_fails for r in workload.requests)
+        and (workload.load_failure not in features.load_failures)
+    ):
+        found.append(
+            f"failed loads under policy {workload.load_failure}, which this run does not draw"
+        )
     if workload.draft_schedule and not (features.drafts and features.draft_schedules):
         found.append("a draft schedule by batch size, which this run does not draw")
     drafters = dict(features.drafters)

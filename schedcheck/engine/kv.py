@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.engine.trace import EngineTrace, Pool, Scheduled, computed_on
+from schedcheck.engine.trace import EngineTrace, Pool, Scheduled, Transfer, computed_on
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
 
@@ -35,7 +35,16 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
     slots: dict[int, Written] = {}
     bs = trace.workload.config.block_size
     runner = trace.traits.runner
+    store: Store = {  # the external store's KV (a KV connector's), by prefix
+        s[: p + 1]: (p, s[: p + 1], "the external store, from the start", 0)
+        for s in trace.workload.stored
+        for p in range(len(s))
+    }
     for step in trace.steps:
+        ended = [t for t in step.transfers if t.phase == "end"]
+        for t in ended:  # loads the worker finished land before the step computes
+            if t.kind == "load":
+                _load(t, slots, store, bs, step.step)
         # nano-vllm's decode writes into the table's last block, whatever p says
         last = runner.decode == "last-block" and not step.is_prefill
         copies = (*step.copies, *[None] * len(step.scheduled))  # a failed step has fewer
@@ -44,9 +53,16 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
             start, end = span(seq)
             for p in range(start, min(end, len(tokens))):
                 slot = _last_slot(seq, p, bs) if last else _slot(seq, p, bs)
-                if slot is not None:
-                    slots[slot] = (p, tokens[: p + 1], seq.name, step.step)
+                if slot is None:
+                    continue
+                slots[slot] = (
+                    (GARBAGE, (), f"{seq.name}, computed on garbage KV", step.step)
+                    if seq.name in step.tainted
+                    else (p, tokens[: p + 1], seq.name, step.step)
+                )
         for seq, tokens in zip(step.scheduled, computed, strict=True):
+            if seq.name in step.tainted:
+                continue  # it read a failed load's garbage: what it said is E7's to judge
             _, end = span(seq)
             for q in range(min(end, len(tokens))):
                 slot = _slot(seq, q, bs)
@@ -64,8 +80,57 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                     (seq.name,),
                 )
                 break  # one per sequence per step: the first wrong read tells the story
+        for t in ended:  # a save reads its blocks once the step is done
+            if t.kind == "save":
+                _save(t, slots, store, bs, step.step)
         if trace.traits.hashes_name_prefixes and step.after_postprocess is not None:
             yield from _promised(step.after_postprocess, slots, bs, step.step, trace.traits)
+
+
+GARBAGE = -1
+"""The position of a slot's KV where it holds garbage: a load that failed (the worker
+told the engine so) or KV computed on one's. A request reading it computes garbage, which
+the simulated model says (trace `tainted`): the engine must discard it, as E7 reads."""
+
+
+Store = dict[tuple[int, ...], Written]  # the external store's KV, by the prefix it is of
+
+
+def _load(t: Transfer, slots: dict[int, Written], store: Store, bs: int, step: int) -> None:
+    """A load ended: its blocks hold what the store held for each position, its failed
+    blocks garbage."""
+    for p in t.moved:
+        slot = _table_slot(t.table, p, bs)
+        if slot is None:
+            continue
+        found = store.get(t.tokens[: p + 1])
+        if t.table[p // bs] in t.failed:
+            slots[slot] = (GARBAGE, (), f"garbage: {t.name}'s load of it failed", step)
+        elif found is None:
+            why = f"nothing: the store held no KV of it when {t.name} loaded it"
+            slots[slot] = (NOTHING, (), why, step)
+        else:
+            slots[slot] = (found[0], found[1], f"{found[2]}, loaded for {t.name}", step)
+
+
+def _save(t: Transfer, slots: dict[int, Written], store: Store, bs: int, step: int) -> None:
+    """A save ended: the store holds what its blocks held then, for each position."""
+    for p in t.moved:
+        slot = _table_slot(t.table, p, bs)
+        found = slots.get(slot) if slot is not None else None
+        store[t.tokens[: p + 1]] = (
+            (NOTHING, (), f"nothing: {t.name}'s save found none", step)
+            if found is None
+            else (found[0], found[1], f"{found[2]}, saved by {t.name} at step {step}", found[3])
+        )
+
+
+NOTHING = -2  # a slot's position where it holds no KV at all
+
+
+def _table_slot(table: tuple[int, ...], p: int, bs: int) -> int | None:
+    index = p // bs
+    return table[index] * bs + p % bs if index < len(table) else None
 
 
 def _promised(
@@ -78,8 +143,8 @@ def _promised(
         for j in range(bs if first >= 0 else 0):
             p = first + j
             found = slots.get(b * bs + j)
-            if holds(found, p, prefix[: p + 1]):
-                continue
+            if holds(found, p, prefix[: p + 1]) or (found is not None and found[0] == GARBAGE):
+                continue  # garbage the engine was told of: E7 judges who reads it
             yield Violation(
                 "E2",
                 step,
@@ -102,6 +167,8 @@ def held(found: Written | None) -> str:
     """What a slot holds, in words."""
     if found is None:
         return "nothing"
+    if found[0] < 0:
+        return f"{found[2]} (step {found[3]})"
     return f"position {found[0]} of {show(found[1])} (written for {found[2]} at step {found[3]})"
 
 

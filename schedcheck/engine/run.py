@@ -74,6 +74,11 @@ class Driver(Protocol):
 
     def unfinished(self) -> list[str]: ...
 
+    def transferring(self) -> bool:
+        """Whether a transfer outside the scheduler is still to end (a KV connector's):
+        an empty step that changed nothing is no stuck engine then."""
+        ...
+
     def step(self) -> None:
         """One step: schedule, the simulated model runner, the update; the step as seen goes
         into Run.steps as soon as it is (a step whose update raised is in the trace too)."""
@@ -198,6 +203,7 @@ class Run:
                 and self.step >= last_event
                 and done.after_postprocess == settled  # a pool's equality is not cheap
                 and driver.unfinished()
+                and not driver.transferring()
             ):
                 raise Stop(
                     EngineFailure(

@@ -28,9 +28,15 @@ __all__ = [
     "DROPPED",
     "EARLY",
     "FINISH",
+    "GARBAGE",
     "LANDED",
+    "LOAD",
+    "LOADED",
     "PREEMPT",
     "RESET",
+    "SAVE",
+    "SAVED",
+    "TOLD",
     "Counters",
     "Event",
     "counters",
@@ -50,6 +56,14 @@ ARRIVE, ABORT, RESET, PREEMPT, FINISH, EARLY, LANDED, DROPPED, AGAIN = (
     "tokens landed",
     "tokens in flight dropped",
     "computed again from below",
+)
+LOAD, LOADED, SAVE, SAVED, TOLD, GARBAGE = (
+    "load starts",
+    "load done",
+    "save starts",
+    "save done",
+    "connector told it finished",
+    "computed on a failed load's KV",
 )
 
 
@@ -107,6 +121,7 @@ def events(trace: EngineTrace) -> list[Event]:
                 found.append(Event(n, ABORT, r.name, when))
         now = _after(step)
         found.extend(_in_flight(n, before, step, flights))
+        found.extend(_transfers(n, step, w.config.block_size))
         for seq in step.scheduled:
             # computing again below what it had computed, with no wait between: a reset's
             # preemption and re-admission within the step's schedule(); otherwise a
@@ -143,6 +158,25 @@ def events(trace: EngineTrace) -> list[Event]:
                 out = trace.outputs.get(name) or now.tokens.get(name, ())[len(request.prompt) :]
                 found.append(Event(n, FINISH, name, finish_reason(request, tuple(out), w)))
         before = now
+    return found
+
+
+def _transfers(n: int, step: EngineStep, bs: int) -> list[Event]:
+    """A KV connector's transfers at this step: loads and saves started and done (the
+    positions they move, the blocks, those that failed), the connector told a request
+    finished, and the requests that computed on garbage a failed load left."""
+    found = []
+    for t in step.transfers:
+        moved = f"positions {t.first}..{len(t.tokens) - 1}" if t.moved else "nothing"
+        blocks = sorted({t.table[p // bs] for p in t.moved if p // bs < len(t.table)})
+        if t.kind == "finished":
+            found.append(Event(n, TOLD, t.name, f"blocks {list(t.table)}"))
+            continue
+        kind = {("load", "start"): LOAD, ("load", "end"): LOADED, ("save", "start"): SAVE}
+        what = kind.get((t.kind, t.phase), SAVED)
+        failed = f"; block(s) {list(t.failed)} failed" if t.failed else ""
+        found.append(Event(n, what, t.name, f"{moved}, blocks {blocks}{failed}"))
+    found.extend(Event(n, GARBAGE, name) for name in step.tainted)
     return found
 
 

@@ -16,11 +16,13 @@ longer outputs, tighter pools, and blocks its pool keeps out of play (vLLM's nul
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 
 from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
 from schedcheck.engine.trace import UNKNOWN, EngineStep, EngineTrace, Pool, computed_on
+from schedcheck.engine.transfers import spans
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
 MAX_REQUESTS = 5
@@ -50,6 +52,12 @@ DRAFTS_FEW = "a decode with fewer drafts than asked, or none"
 DRAFTS_PREEMPTED = "preemption of a request with drafts scheduled the step before"
 DRAFTS_LOOKAHEAD = "a decode whose drafter writes KV past the step (lookahead slots)"
 DRAFTS_BY_BATCH = "a decode in a batch its draft schedule drafts less after (by batch size)"
+EXTERNAL_HIT = "external prefix hit (a KV connector's load)"
+ASYNC_LOAD = "asynchronous KV load"
+LOAD_FAILED = "failed KV load, policy {}"
+DELAYED_FREE = "blocks kept after their request finished, for its save"
+TRANSFER_ABORT = "abort of a request while its KV load or save runs"
+SAVE_PREEMPTION = "preemption while a save holds blocks"
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -84,7 +92,19 @@ def labels(
         if features.drafts
         else ()
     )
-    return (*base, *(label for label, has in extra if has), *spec, *reaches, *shown)
+    connector = (
+        (
+            EXTERNAL_HIT,
+            ASYNC_LOAD,
+            *(LOAD_FAILED.format(p) for p in features.load_failures),
+            DELAYED_FREE,
+            *((TRANSFER_ABORT,) if features.aborts else ()),
+            SAVE_PREEMPTION,
+        )
+        if features.connectors
+        else ()
+    )
+    return (*base, *(label for label, has in extra if has), *spec, *connector, *reaches, *shown)
 
 
 def mode_label(mode: str) -> str:
@@ -210,8 +230,47 @@ def engine_workloads(
         small, large = draw(st.integers(0, drafts)), draw(st.integers(0, drafts))
         after = ((split + 1, config.max_num_seqs, large),) if split < config.max_num_seqs else ()
         schedule = ((1, split, small), *after)
-    return EngineWorkload(
+    workload = EngineWorkload(
         config, tuple(requests), vocab, eos, resets, early, drafts, miss, drafter, schedule
+    )
+    if features.connectors and draw(st.integers(0, 2)) == 2:  # one workload in three
+        workload = _connector(draw, workload, stems, features)
+    return workload
+
+
+def _connector(
+    draw: st.DrawFn, workload: EngineWorkload, stems: list[list[int]], features: Features
+) -> EngineWorkload:
+    """A KV connector over a store that holds some of the prompts' prefixes (a hit of any
+    length: none, whole blocks, part of one, the whole prompt), each request's load
+    synchronous or taking steps, now and then failing a block, and its KV saved when it
+    finishes after some steps, or not."""
+    prompts = [list(r.prompt) for r in workload.requests]
+    sources = stems + prompts
+    stored = tuple(
+        tuple(p[: draw(st.integers(1, len(p)))])
+        for p in draw(st.lists(st.sampled_from(sources), min_size=1, max_size=2))
+        if p
+    )
+    requests = tuple(
+        replace(
+            r,
+            load=draw(st.integers(0, 3)),
+            load_fails=tuple(
+                sorted(draw(st.sets(st.integers(0, 2), max_size=2)))
+                if features.load_failures and draw(st.integers(0, 2)) == 2
+                else ()
+            ),
+            save=draw(st.sampled_from([0, 0, 1, 2, 3])),
+        )
+        for r in workload.requests
+    )
+    return replace(
+        workload,
+        requests=requests,
+        connector=draw(st.sampled_from(features.connectors)),
+        stored=stored,
+        load_failure=draw(st.sampled_from(features.load_failures or ("recompute",))),
     )
 
 
@@ -288,6 +347,42 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
     return seen
 
 
+def _transfers(trace: EngineTrace) -> set[str]:
+    """What a KV connector's transfers met (transfers.spans): a load, one that took steps,
+    one that failed, a save keeping a finished request's blocks, an abort while a transfer
+    of the request ran, a preemption while a save held blocks."""
+    seen: set[str] = set()
+    w = trace.workload
+    plans = {r.name: r for r in w.requests}
+    made = spans(trace)
+    preempted = {
+        step.step
+        for before, step in pairwise(trace.steps)
+        if before.after_postprocess is not None
+        and any(
+            step.after_schedule.status.get(n) == "WAITING"
+            and before.after_postprocess.status.get(n) == "RUNNING"
+            and not step.after_schedule.tables.get(n)
+            for n in before.after_postprocess.running
+        )
+    }
+    for s in made:
+        until = s.ended or len(trace.steps)
+        if s.start.kind == "load":
+            seen.add(EXTERNAL_HIT)
+            if plans[s.start.name].load:
+                seen.add(ASYNC_LOAD)
+            if s.end is not None and s.end.failed:
+                seen.add(LOAD_FAILED.format(w.load_failure))
+        if s.start.kind == "save":
+            seen.add(DELAYED_FREE)
+            if any(s.started <= p <= until for p in preempted):
+                seen.add(SAVE_PREEMPTION)
+        if s.started <= plans[s.start.name].abort <= until and s.start.kind == "load":
+            seen.add(TRANSFER_ABORT)
+    return seen
+
+
 def observe(trace: EngineTrace) -> set[str]:
     """Which of the hard parts this run reached (read off the trace)."""
     seen: set[str] = set()
@@ -332,6 +427,7 @@ def observe(trace: EngineTrace) -> set[str]:
         drafting = {seq.name for seq in step.scheduled if seq.drafts}
     if any(s.step in trace.workload.early and s.scheduled for s in trace.steps):
         seen.add(EARLY)
+    seen |= _transfers(trace)
     for request in trace.workload.requests:
         out = trace.outputs.get(request.name, ())
         if out and out[-1] == 0 and not request.ignore_eos:

@@ -105,6 +105,10 @@ class Pool(NamedTuple):
     waiting: tuple[str, ...] = ()
     # vLLM's progress of each unfinished request, where steps overlap (async scheduling)
     progress: tuple[Progress, ...] = ()
+    # blocks whose free the engine defers while a step in flight may still write them, one
+    # reference each (vLLM's deferred_frees, with a KV connector that loads and overlapped
+    # steps): held by no request, free once that step is done
+    deferred: tuple[int, ...] = ()
 
 
 class DraftStats(NamedTuple):
@@ -116,6 +120,35 @@ class DraftStats(NamedTuple):
     accepted: int
     drafts_per_position: tuple[int, ...]
     accepted_per_position: tuple[int, ...]
+
+
+class Transfer(NamedTuple):
+    """One event of a KV connector's (issue 50), in the step it happened: what the
+    connector's scheduler side was told, what its worker did. Kinds:
+
+    - "load": KV of `tokens`' positions `first ..` moved from the external store into the
+      request's blocks `table` (its block ids as the connector was told them); phase
+      "start" when the scheduler allocated them (`at` "schedule"), "end" when the worker
+      reported the load done (`failed`: the block ids it could not load);
+    - "save": KV of `tokens`' positions `first ..` moved from `table` into the store;
+      "start" when the request finished (`at`: during "schedule" or an abort before it, or
+      during the "update"), "end" when the worker reported it done;
+    - "finished": the scheduler told the connector the request finished, with `table`
+      (its `request_finished`): once per request, saved or not."""
+
+    name: str
+    kind: str
+    phase: str
+    table: tuple[int, ...]
+    first: int
+    tokens: tuple[int, ...]
+    at: str = "schedule"
+    failed: tuple[int, ...] = ()
+
+    @property
+    def moved(self) -> range:
+        """The positions whose KV it moves."""
+        return range(self.first, len(self.tokens))
 
 
 @dataclass(frozen=True)
@@ -132,6 +165,10 @@ class EngineStep:
     schedules: bool = True
     # the engine's metrics of the drafts this step's update verified (None: none said)
     draft_stats: DraftStats | None = None
+    # a KV connector's transfers this step (issue 50), and the requests the step computed on
+    # KV a failed load left (the simulated model samples garbage for them: E7 judges it)
+    transfers: tuple[Transfer, ...] = ()
+    tainted: tuple[str, ...] = ()
 
 
 UNKNOWN = -1
@@ -179,6 +216,7 @@ class EngineTrace:
                     "running": list(p.running),
                     "waiting": list(p.waiting),
                     "progress": [list(e) for e in p.progress],
+                    **({"deferred": list(p.deferred)} if p.deferred else {}),
                 }
             )
 
@@ -203,6 +241,14 @@ class EngineTrace:
                         list(s.draft_stats.drafts_per_position),
                         list(s.draft_stats.accepted_per_position),
                     ],
+                    **(
+                        {
+                            "transfers": [_plain(t) for t in s.transfers],
+                            "tainted": list(s.tainted),
+                        }
+                        if s.transfers or s.tainted
+                        else {}
+                    ),
                 }
                 for s in self.steps
             ],
@@ -231,6 +277,7 @@ class EngineTrace:
                 tuple(map(str, p.get("running", ()))),
                 tuple(map(str, p.get("waiting", ()))),
                 tuple(_progress(e) for e in p.get("progress", ())),
+                tup(p.get("deferred")) or (),
             )
 
         steps = []
@@ -254,6 +301,8 @@ class EngineTrace:
                     pool(s["after_postprocess"]),
                     bool(s.get("schedules", True)),
                     _draft_stats(s.get("draft_stats")),
+                    tuple(_transfer(t) for t in s.get("transfers", ())),
+                    tuple(map(str, s.get("tainted", ()))),
                 )
             )
         failure = data["failure"]
@@ -271,6 +320,24 @@ def _progress(e: list[Any]) -> Progress:
     name, computed, placeholders, *rest = e
     return Progress(
         str(name), int(computed), int(placeholders), int(rest[0] if rest else placeholders)
+    )
+
+
+def _plain(t: Transfer) -> list[Any]:
+    return [t.name, t.kind, t.phase, list(t.table), t.first, list(t.tokens), t.at, list(t.failed)]
+
+
+def _transfer(e: list[Any]) -> Transfer:
+    name, kind, phase, table, first, tokens, at, failed = e
+    return Transfer(
+        str(name),
+        str(kind),
+        str(phase),
+        tuple(map(int, table)),
+        int(first),
+        tuple(map(int, tokens)),
+        str(at),
+        tuple(map(int, failed)),
     )
 
 

@@ -149,6 +149,15 @@ def workload_lines(w: EngineWorkload) -> list[str]:
             if w.drafts
             else []
         ),
+        *(
+            [
+                f"  KV connector: {w.connector}, its store holding the prefixes of "
+                + (", ".join(str(list(p)) for p in w.stored) or "nothing")
+                + f" from the start; loads synchronous unless said; a failed load: {w.load_failure}"
+            ]
+            if w.connector
+            else []
+        ),
     ]
 
 
@@ -174,4 +183,10 @@ def _request(r: EngineRequest) -> str:
     if r.abort:
         when = "during" if r.abort_in_step else "at"
         words.append(f"aborted {when} step {r.abort}")
+    if r.load:
+        words.append(f"loads asynchronously, done {r.load} step(s) after it starts")
+    if r.load_fails:
+        words.append(f"its load fails block(s) {list(r.load_fails)} (from the load's first)")
+    if r.save:
+        words.append(f"saved when it finishes, done {r.save} step(s) after")
     return " ".join(words) + f" (step {r.arrival})"

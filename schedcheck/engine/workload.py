@@ -29,6 +29,14 @@ whose forward pass writes the KV of the drafts it proposes after a step needs KV
 past the step's last position (vLLM's lookahead slots; E17), one that looks its drafts up
 needs none."""
 DRAFT_VOCAB = 256  # the token ids a draft may take: the simulated model's vocabulary
+CONNECTORS = {
+    "simulated": "schedcheck's connector over the simulated external store: the engine's "
+    "connector interface implemented by schedcheck, its worker side played by the simulated "
+    "runner",
+}
+"""The KV connectors a workload may run with (issue 50): what stands between the engine's
+scheduler and an external KV store (disaggregated prefill, offloading)."""
+LOAD_FAILURES = ("recompute", "fail")  # what the engine does with a load that failed
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,15 @@ class EngineRequest:
     # the abort lands while that step runs: an engine core that takes aborts eagerly (vLLM's
     # aborts_queue) applies it just before the step's update, and again after it
     abort_in_step: bool = False
+    # A KV connector's transfers (issue 50; a workload with a `connector`): its external
+    # prefix hit loaded synchronously (0: within the step that schedules it) or
+    # asynchronously, the worker reporting it done `load` steps after it started; the
+    # blocks of each load of it (counted from the load's first) that fail to load; and
+    # whether its KV is saved when it finishes (0: not), the worker reporting the save done
+    # `save` steps after it started (its blocks held till then)
+    load: int = 0
+    load_fails: tuple[int, ...] = ()
+    save: int = 0
 
     def peak_blocks(self, block_size: int, headroom: Headroom = NO_HEADROOM) -> int:
         """The most KV it holds (its last sampled token is never computed), or where the
@@ -122,6 +139,12 @@ class EngineWorkload:
     # batch size in a range is followed by that many drafts, capped at `drafts` (vLLM's
     # num_speculative_tokens_per_batch_size); empty: `drafts` after every step
     draft_schedule: tuple[tuple[int, int, int], ...] = ()
+    # a KV connector (issue 50; CONNECTORS; "": none), the prompts whose KV its external
+    # store holds from the start (a prefill node's, an earlier server's: any prefix of one
+    # is a hit), and what the engine does with a failed load (LOAD_FAILURES)
+    connector: str = ""
+    stored: tuple[tuple[int, ...], ...] = ()
+    load_failure: str = "recompute"
 
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
@@ -252,6 +275,7 @@ class EngineWorkload:
         if not 0 <= self.draft_miss_per_8 <= 8:
             found.append(f"draft_miss_per_8 {self.draft_miss_per_8} is not from 0 to 8")
         found.extend(self._schedule_problems())
+        found.extend(self._connector_problems())
         if self.drafter not in DRAFTERS:
             found.append(f"drafter {self.drafter!r} is none of {', '.join(DRAFTERS)}")
         if self.drafts:  # a lone request's drafts past its last token take KV slots too
@@ -314,6 +338,36 @@ class EngineWorkload:
             )
         return found
 
+    def _connector_problems(self) -> list[str]:
+        """Why its connector fields are not ones a run takes."""
+        found = []
+        if self.connector and self.connector not in CONNECTORS:
+            found.append(f"connector {self.connector!r} is none of {', '.join(CONNECTORS)}")
+        if self.load_failure not in LOAD_FAILURES:
+            found.append(
+                f"load_failure {self.load_failure!r} is none of {', '.join(LOAD_FAILURES)}"
+            )
+        uses = bool(self.stored) or any(r.load or r.load_fails or r.save for r in self.requests)
+        if uses and not self.connector:
+            found.append("stored prefixes, loads or saves without a connector")
+        found.extend(
+            f"{r.name}'s {field} {value} is not a count of steps from 0 to 8"
+            for r in self.requests
+            for field, value in (("load", r.load), ("save", r.save))
+            if not 0 <= value <= 8
+        )
+        found.extend(
+            f"{r.name}'s load_fails {list(r.load_fails)} are not distinct block indices from 0"
+            for r in self.requests
+            if len(set(r.load_fails)) != len(r.load_fails) or any(i < 0 for i in r.load_fails)
+        )
+        found.extend(
+            f"stored prefix {list(p)} is not a token list of 1 to 64 tokens"
+            for p in self.stored
+            if not 0 < len(p) <= 64 or any(t < 0 for t in p)
+        )
+        return found
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -333,6 +387,9 @@ class EngineWorkload:
                 tuple(map(int, r.get("stop", ()))),
                 int(r.get("abort", 0)),
                 bool(r.get("abort_in_step", False)),
+                int(r.get("load", 0)),
+                tuple(map(int, r.get("load_fails", ()))),
+                int(r.get("save", 0)),
             )
             for r in data["requests"]
         )
@@ -357,6 +414,9 @@ class EngineWorkload:
             int(data.get("draft_miss_per_8", 0)),
             str(data.get("drafter", "lookup")),
             tuple(_entry(e) for e in data.get("draft_schedule", ())),
+            str(data.get("connector", "")),
+            tuple(tuple(map(int, p)) for p in data.get("stored", ())),
+            str(data.get("load_failure", "recompute")),
         )
 
     @classmethod

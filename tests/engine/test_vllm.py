@@ -77,7 +77,8 @@ def test_the_release_passes_a_bounded_search_and_reaches_every_hard_part(
     """In every mode the release has (--modes all), each drawn in turn."""
     build(vllm).patch = None
     every = vllm_setup(None, argparse.Namespace(async_scheduling=None, runner=None, modes="all"))
-    plain = replace(VLLM.features, drafts=0)  # speculative decoding: the test below
+    # speculative decoding and the KV connector: the tests below
+    plain = replace(VLLM.features, drafts=0, connectors=(), load_failures=())
     found = search_engine(vllm, 400, CHECKS, True, plain, every.modes)
     assert found.failure is None, found.failure[1].report()
     reachable = labels(plain, every.modes, every.reaches)
@@ -226,6 +227,11 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
     try:
         features = vllm.setup.features(VLLM.features)  # the drafters it runs, settled
         features = features if mutant.drafts else replace(features, drafts=0)
+        features = (
+            replace(features, load_failures=("fail",))
+            if mutant.connector
+            else replace(features, connectors=(), load_failures=())
+        )
         found = search_engine(vllm, 1000, checks, True, features, modes)
     finally:
         build(vllm).patch = None

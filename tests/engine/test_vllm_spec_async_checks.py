@@ -23,7 +23,7 @@ from pathlib import Path
 
 from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.strategies import DRAFTS_ALL, DRAFTS_NONE, DRAFTS_PREEMPTED, observe
-from schedcheck.engine.trace import UNKNOWN, DraftStats, EngineStep, EngineTrace, Pool
+from schedcheck.engine.trace import UNKNOWN, DraftStats, EngineStep, EngineTrace
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.invariants.violation import Violation
 
@@ -105,7 +105,7 @@ def test_e11_counts_drafts_in_flight_until_the_update_and_fires_on_them_counted_
             p._replace(placeholders=p.placeholders + 2) if p.name == "r1" else p
             for p in pool.progress
         )
-        return replace(step, after_schedule=Pool(*pool[:-1], progress))
+        return replace(step, after_schedule=pool._replace(progress=progress))
 
     found = fired(at(trace, 4, twice), "E11")
     assert found and found[0].step == 4

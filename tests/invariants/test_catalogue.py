@@ -49,7 +49,7 @@ OLD_INVARIANTS = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F
 OLD_EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F1", "D1")
 # E10: vLLM; E11 and E12: its async scheduling; E13: its running pass (issue 35); E14:
 # SGLang's retraction (issue 36); E17: a drafter's lookahead slots (issue 49)
-OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 18))  # E1 .. E17
+OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 20))  # E1 .. E19
 OLD_POLICIES = {
     "E4": True,
     "E9": False,

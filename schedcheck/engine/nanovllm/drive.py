@@ -173,6 +173,9 @@ class NanoDriver:
     def lost(self) -> list[str]:
         return []  # is_finished() reads its queues: a sequence lost from both is E7's to tell
 
+    def transferring(self) -> bool:
+        return False  # no transfers outside the scheduler
+
     def unfinished(self) -> list[str]:
         statuses = self.run.read(
             "end of run", lambda: {n: copyout.status(s) for n, s in self.seqs.items()}

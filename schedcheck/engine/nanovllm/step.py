@@ -118,6 +118,9 @@ class OwnStepDriver:
     def lost(self) -> list[str]:
         return []
 
+    def transferring(self) -> bool:
+        return False  # no transfers outside the scheduler
+
     def unfinished(self) -> list[str]:
         statuses = self.run.read(
             "end of run", lambda: {n: copyout.status(s) for n, s in self.engine.seqs.items()}

@@ -182,6 +182,9 @@ class SglangDriver:
     def lost(self) -> list[str]:
         return self.unfinished()
 
+    def transferring(self) -> bool:
+        return False  # no transfers outside the scheduler
+
     def unfinished(self) -> list[str]:
         return [n for n in self.added if n not in self.done]
 

@@ -27,7 +27,7 @@ from schedcheck.engine.vllm.drive import RUNNER, TRAITS, Core, drafting, run_vll
 from schedcheck.engine.vllm.export import render
 from schedcheck.engine.vllm.modes import Mode
 from schedcheck.engine.worker import LoadError
-from schedcheck.engine.workload import DRAFTERS, EngineWorkload
+from schedcheck.engine.workload import CONNECTORS, DRAFTERS, LOAD_FAILURES, EngineWorkload
 
 __all__ = ["ADAPTER", "Vllm"]
 
@@ -58,17 +58,18 @@ def cache_root() -> Path:
     return Path(tempfile.gettempdir()) / f"schedcheck-vllm-{os.getuid()}"
 
 
-def built(root: str, modes: list[Mode]) -> Build:
+def built(root: str, modes: list[Mode], connectors: tuple[str, ...] = ()) -> Build:
     """vLLM from `root` imported, configured for a model of no weights and warmed up in each
-    of `modes`: its lazy imports happen now, and a release this driver cannot drive is told
-    now (RuntimeError). The model's folder is read by then and removed."""
+    of `modes` (with each of `connectors`): its lazy imports happen now, and a release this
+    driver cannot drive is told now (RuntimeError). The model's folder is read by then and
+    removed."""
     if root not in sys.path:
         sys.path.insert(0, root)
     folder = Path(tempfile.mkdtemp(prefix="schedcheck-vllm-"))
     os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
     try:
         build = Build(folder)
-        warm(build, modes)
+        warm(build, modes, connectors)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return build
@@ -92,6 +93,8 @@ class Vllm:
         drafts=4,  # num_speculative_tokens 1 to 4 (--features spec), in every mode
         drafters=tuple((kind, ()) for kind in DRAFTERS),  # as its release has them: settle
         draft_schedules=True,  # num_speculative_tokens_per_batch_size, where it has it: settle
+        connectors=tuple(CONNECTORS),  # as its release has them (--features connector)
+        load_failures=LOAD_FAILURES,
     )
     # its running cap, its preemption rules, its running requests scheduled first
     policies_on = frozenset({"E9", "E10", "E13", "E15", "E16", "E17"})
@@ -147,7 +150,8 @@ class Vllm:
     def box(self, setup: EngineSetup, scratch: Path) -> Path:
         path = scratch / SETUP_FILE
         modes = list(dict.fromkeys([*setup.modes, *setup.draft_modes]))
-        path.write_text(json.dumps({"root": setup.root, "modes": modes}))
+        connectors = list(setup.connectors)
+        path.write_text(json.dumps({"root": setup.root, "modes": modes, "connectors": connectors}))
         return path
 
     def calls(self, workload: EngineWorkload) -> int:
@@ -165,7 +169,8 @@ class Vllm:
         uid may read nothing new."""
         try:
             read = json.loads(Path(path).read_text())
-            return built(read["root"], [Mode.parse(m) for m in read["modes"]])
+            modes = [Mode.parse(m) for m in read["modes"]]
+            return built(read["root"], modes, tuple(read.get("connectors", ())))
         except (Exception, SystemExit) as e:  # vLLM's import or our warm-up on it: not ours
             return LoadError(f"{type(e).__name__}: {e}")
 
@@ -174,7 +179,7 @@ class Vllm:
 
     def load(self, setup: EngineSetup) -> _Built:
         modes = dict.fromkeys([*setup.modes, *setup.draft_modes])  # warmed in each
-        return _Built(built(setup.root, [Mode.parse(m) for m in modes]))
+        return _Built(built(setup.root, [Mode.parse(m) for m in modes], setup.connectors))
 
     def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
         return True, None  # chunked prefill is on in every config it is built with

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from schedcheck.engine.store import Report
 from schedcheck.engine.trace import DraftStats
 from schedcheck.engine.vllm.modes import ARCHITECTURE, Mode, v2_only
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
@@ -215,6 +216,9 @@ class Build:
         )
         if speculative and mode.overlapped:
             self.runs_async(workload, speculative["speculative_config"])
+        transfer = (
+            {"kv_transfer_config": self.transfer_config(workload)} if workload.connector else {}
+        )
         try:
             vllm_config = v.VllmConfig(
                 model_config=model_config,
@@ -222,6 +226,7 @@ class Build:
                 scheduler_config=scheduler_config,
                 device_config=self.device_config,
                 **speculative,
+                **transfer,
             )
         except ValueError as e:  # pydantic's ValidationError is one: the release's refusal
             raise NoSuchMode(
@@ -266,6 +271,38 @@ class Build:
         if self.patch is not None:
             self.patch(scheduler)
         return scheduler, hashes
+
+    def transfer_config(self, workload: EngineWorkload) -> Any:
+        """vLLM's KVTransferConfig for the workload's connector, as users register one of
+        their own (both roles; the module path of the class): schedcheck's connector over
+        the simulated store (connector.py), its store and each request's plan as extra
+        config; vLLM's kv_load_failure_policy the workload's, where the release has it."""
+        try:
+            from vllm.config import KVTransferConfig
+        except ImportError:  # 0.11 keeps it in vllm.config's module, not exported
+            from vllm.config.kv_transfer import KVTransferConfig
+        fields = {f.name for f in dataclasses.fields(KVTransferConfig)}
+        if "kv_connector_module_path" not in fields:
+            raise NoSuchMode(f"vLLM {self.version} registers no connector by module path")
+        policy = {"kv_load_failure_policy": workload.load_failure}
+        if "kv_load_failure_policy" not in fields:
+            if workload.load_failure != "recompute" or any(r.load_fails for r in workload.requests):
+                raise NoSuchMode(f"vLLM {self.version} has no kv_load_failure_policy")
+            policy = {}
+        return KVTransferConfig(
+            kv_connector="SchedcheckConnector",
+            kv_connector_module_path="schedcheck.engine.vllm.connector",
+            kv_role="kv_both",
+            kv_connector_extra_config={
+                "schedcheck": {
+                    "stored": [list(p) for p in workload.stored],
+                    "loads": {r.name: r.load for r in workload.requests},
+                    "saves": {r.name: r.save for r in workload.requests},
+                    "block_size": workload.config.block_size,
+                }
+            },
+            **policy,
+        )
 
     def speculative(self, workload: EngineWorkload, model_config: Any) -> Any:
         """vLLM's SpeculativeConfig for the workload's drafts: its drafter's method
@@ -455,10 +492,13 @@ class Build:
             **eos,
         )
 
-    def runner_output(self, order: list[str], sampled: dict[str, tuple[int, ...]]) -> Any:
+    def runner_output(
+        self, order: list[str], sampled: dict[str, tuple[int, ...]], report: Report | None = None
+    ) -> Any:
         """The ModelRunnerOutput of a step: the tokens each request in `sampled` got (one;
         with drafts, those verified and one of the model's own), none for the others
-        scheduled (a chunk short of the end)."""
+        scheduled (a chunk short of the end); with a connector, what its worker reports
+        (the KVConnectorOutput every step carries, an empty one too)."""
         tokens: list[Any] = [list(sampled[n]) if n in sampled else [] for n in order]
         if self.v.sampled_arrays:  # 0.11's scheduler calls .tolist() on each
             import numpy
@@ -470,6 +510,19 @@ class Build:
             sampled_token_ids=tokens,
             **({"req_id_to_index": index} if self.v.takes_index else {}),
             **self.v.runner_output_required,
+            **({} if report is None else {"kv_connector_output": self.connector_output(report)}),
+        )
+
+    @staticmethod
+    def connector_output(report: Report) -> Any:
+        """The worker's KVConnectorOutput: requests whose save and whose load ended, and the
+        blocks whose load failed (vLLM's invalid_block_ids)."""
+        from vllm.v1.outputs import KVConnectorOutput
+
+        return KVConnectorOutput(
+            finished_sending=set(report.saved) or None,
+            finished_recving=set(report.loaded) or None,
+            invalid_block_ids=set(report.failed_blocks),
         )
 
     def reset(self, scheduler: Any) -> bool:

@@ -67,6 +67,12 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
         )
         if wants("spec", getattr(args, "features", None))
         else (),
+        # a KV connector (schedcheck's, over the simulated store) where the release
+        # registers one by module path, and each failure policy it has
+        connectors=("simulated",)
+        if has.connectors and wants("connector", getattr(args, "features", None))
+        else (),
+        load_failures=("recompute", "fail") if has.load_failure_policy else (),
         config={
             "async_default": has.overlaps_by_default,
             "protocol_default": has.protocol_by_default,

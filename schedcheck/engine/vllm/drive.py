@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from schedcheck.engine.run import Run, Stop
 from schedcheck.engine.runner import Runner
+from schedcheck.engine.store import Report, Worker, garbage
 from schedcheck.engine.trace import (
     UNKNOWN,
     Block,
@@ -38,6 +39,7 @@ from schedcheck.engine.trace import (
     Pool,
     Progress,
     Scheduled,
+    Transfer,
 )
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build, Hashes, NoSuchMode
@@ -124,7 +126,26 @@ def drafting(drafter: str, mode: str = "", base: EngineWorkload = WARM[0]) -> En
     )
 
 
-def warm(build: Build, modes: list[Mode]) -> None:
+def connected(connector: str, base: EngineWorkload = WARM[0]) -> EngineWorkload:
+    """`base` (one of WARM) with a KV connector: a store holding its first prompt's prefix,
+    one request loading synchronously, one asynchronously with a block failing, one saved
+    after two steps. The warm-up's connector runs: vLLM imports the connector (and its
+    transfer code) when a Scheduler builds one."""
+    w1, w2, w3 = base.requests
+    return replace(
+        base,
+        config=replace(base.config, num_blocks=12),
+        requests=(
+            replace(w1, save=2),
+            replace(w2, load=1, load_fails=(0,)),
+            replace(w3, load=0),
+        ),
+        connector=connector,
+        stored=(w1.prompt,),
+    )
+
+
+def warm(build: Build, modes: list[Mode], connectors: tuple[str, ...] = ()) -> None:
     """Run WARM through `build` in each of `modes`, and in each mode that drives drafts
     with each drafter the release has (its speculative decoding: SpeculativeConfig imports
     its method's module when built, and a draft model's config is read from disk now):
@@ -138,10 +159,13 @@ def warm(build: Build, modes: list[Mode]) -> None:
     and were told "cannot be driven")."""
     build.prepare_drafters()
     drafts = [drafting(drafter, base=w) for drafter in build.drafters for w in WARM]
+    transfers = [connected(c) for c in connectors]
     for mode in modes:
-        for workload in (*WARM, *drafts):
+        for workload in (*WARM, *drafts, *transfers):
             failure = run_vllm(build, workload, mode).failure
-            if failure is None or (workload.drafts and failure.check != "E6"):
+            if failure is None or (
+                (workload.drafts or workload.connector) and failure.check != "E6"
+            ):
                 continue
             raise RuntimeError(
                 f"vLLM {build.version} cannot be driven by schedcheck in mode {mode.name}: "
@@ -160,6 +184,7 @@ class Batch(NamedTuple):
     # the drafts the runner rejected, by request: positions the scheduler counts as computed
     # (and, async, in flight) until the update rolls them back
     rejected: dict[str, int]
+    report: Report | None = None  # what its connector's worker reports with its output
 
 
 class VllmDriver:
@@ -183,6 +208,11 @@ class VllmDriver:
         self.depth = 2 if mode.overlapped else 1  # the engine core's batch queue
         self.queue: deque[Batch] = deque()  # oldest on the right, as vLLM's
         self.hashes: Hashes  # the hash function of the Scheduler built for this run
+        # a KV connector's worker side (the simulated store's), where the workload has one;
+        # its scheduler side is vLLM's connector object (`connector`)
+        self.worker = Worker(run.workload) if run.workload.connector else None
+        self.connector: Any = None
+        self.delivered = False  # the last update gave the scheduler transfers that ended
 
     def unreadable(self, error: Exception) -> str:
         """This release keeps its state elsewhere than we read it (exit 2, naming what)."""
@@ -214,10 +244,28 @@ class VllmDriver:
         self.has_requests = getattr(
             self.scheduler, "has_requests", self.scheduler.has_unfinished_requests
         )
+        if self.worker is not None:
+            self.connector = self.run.read(
+                "Scheduler()", lambda: _connector(self.scheduler.get_kv_connector())
+            )
 
     def idle(self) -> bool:
+        """Whether the engine core would step no more: with a connector, while the
+        scheduler has requests (finished ones whose blocks wait for a save too:
+        has_requests), else while it counts unfinished ones."""
+        if self.worker is not None:
+            return not self.run.call("has_requests()", self.has_requests) and not self.queue
         count = self.scheduler.get_num_unfinished_requests
         return not self.run.call("get_num_unfinished_requests()", count) and not self.queue
+
+    def transferring(self) -> bool:
+        """A transfer still runs, or the worker's report of one's end is on its way to the
+        scheduler, or was just given it (which changes what it schedules next, not the
+        pool)."""
+        if self.worker is None:
+            return False
+        told = any(b.report for b in self.queue)
+        return self.worker.busy or told or self.delivered
 
     def lost(self) -> list[str]:
         return self.unfinished()
@@ -253,13 +301,33 @@ class VllmDriver:
         """reset_prefix_cache(reset_running_requests=True), as the engine core calls it
         between steps (pause_generation, the clear-cache endpoint): the running requests
         are preempted, and vLLM drops what they have in flight (`drop_stale_output`). A
-        release before that argument clears the cache only where no request holds a block."""
-        running = self.run.read(
-            "reset_prefix_cache()", lambda: {str(r.request_id) for r in self.scheduler.running}
-        )
-        if self.run.call("reset_prefix_cache()", lambda: self.build.reset(self.scheduler)):
+        release before that argument clears the cache only where no request holds a block.
+
+        The engine core runs it as a utility call, which answers the client with whatever
+        it raises and goes on (`_invoke_utility_method`): a release that refuses to clear a
+        cache while a KV transfer holds blocks (its RuntimeError, having preempted the
+        running requests) has refused, not crashed."""
+
+        def running() -> set[str]:
+            return {str(r.request_id) for r in self.scheduler.running}
+
+        before = self.run.read("reset_prefix_cache()", running)
+        cleared = self.run.call("reset_prefix_cache()", self.refusable_reset)
+        preempted = before - self.run.read("reset_prefix_cache()", running)
+        if cleared or (cleared is None and preempted):
             for batch in self.queue:
-                batch.dropped.update(running)
+                batch.dropped.update(before if cleared else preempted)
+
+    def refusable_reset(self) -> bool | None:
+        """The reset, as the engine core's utility call makes it: None where it raised an
+        Exception (its failure goes to the client) with a connector in the run, whose
+        transfers it may refuse to clear under."""
+        if self.worker is None:
+            return self.build.reset(self.scheduler)
+        try:
+            return self.build.reset(self.scheduler)
+        except Exception:  # reported to the client; the engine core goes on
+            return None
 
     def step(self) -> None:
         """One call of the engine core's step: schedule (where it has requests) and compute;
@@ -302,6 +370,11 @@ class VllmDriver:
         order = self.model_runner(lambda: self.runner.receive(out))
         views = read("schedule()", lambda: tuple(self.view(n, out) for n in order))
         seen = {v.name: v.token_ids for v in views}
+        worker, told = self.worker, self.told("schedule")
+        if worker is not None:  # the transfers this step's metadata starts (a sync load ends)
+            started = read("schedule()", lambda: list(out.kv_connector_metadata.transfers))
+            worker.begin(run.step, started)
+        tainted: list[str] = []
 
         def sample(name: str, copy: Copy, drafts: int) -> tuple[int, ...]:
             """The model attends to the KV cache for the positions before the step (the
@@ -309,6 +382,10 @@ class VllmDriver:
             drafts, it verifies them (EngineWorkload.verify)."""
             start, end = copy.num_cached or 0, (copy.num_cached or 0) + (copy.num_scheduled or 0)
             inputs = (*seen[name][:start], *(copy.token_ids or ())[start:end])
+            if worker is not None and worker.computes(copy.block_table or (), start, end - start):
+                tainted.append(name)  # it read garbage a failed load left: it says garbage
+                right = self.workload.next_token(inputs[: len(inputs) - drafts])
+                return (garbage(right, self.workload.vocab),)
             if drafts:
                 return self.workload.verify(inputs[:-drafts], inputs[-drafts:])
             return (self.workload.next_token(inputs),)
@@ -316,7 +393,9 @@ class VllmDriver:
         done = self.model_runner(lambda: self.runner.execute(order, out, sample))
         kept = {n: t for n, t, k in zip(order, done.sampled, done.kept, strict=True) if k}
         drafts = {v.name: v.drafts for v in views}
-        batch = Batch(out, order, kept, set(), {n: drafts[n] + 1 - len(t) for n, t in kept.items()})
+        report = None if worker is None else worker.report(run.step)
+        rejected = {n: drafts[n] + 1 - len(t) for n, t in kept.items()}
+        batch = Batch(out, order, kept, set(), rejected, report)
         if self.workload.drafts and self.runner.keeps_drafts:  # its proposer, after the step
             width = self.step_drafts(out)
             for name in order:
@@ -328,8 +407,29 @@ class VllmDriver:
         before = read("schedule()", lambda: self.pool(batch))
         is_prefill = any(v.num_cached + v.num_scheduled < len(v.token_ids) for v in views)
         last = tuple(tokens[-1] for tokens in done.sampled)  # the model's own token of each
-        run.steps.append(EngineStep(run.step, is_prefill, views, done.copies, last, before, None))
+        transfers = (*told, *(worker.drain() if worker is not None else ()))
+        run.steps.append(
+            EngineStep(
+                run.step,
+                is_prefill,
+                views,
+                done.copies,
+                last,
+                before,
+                None,
+                transfers=transfers,
+                tainted=tuple(tainted),
+            )
+        )
         return batch
+
+    def told(self, at: str) -> tuple[Transfer, ...]:
+        """What vLLM told the connector since it was last asked, as happening `at` that
+        call (the aborts before a step's schedule() with it)."""
+        if self.connector is None:
+            return ()
+        events, self.connector.events = self.connector.events, []
+        return tuple(e._replace(at=at) for e in events)
 
     def update(self, batch: Batch) -> None:
         run = self.run
@@ -340,15 +440,21 @@ class VllmDriver:
             run.call("finish_requests()", lambda: finish(landing, status))
             self.again = landing
         output = run.read(
-            "update_from_output()", lambda: self.build.runner_output(batch.order, batch.sampled)
+            "update_from_output()",
+            lambda: self.build.runner_output(batch.order, batch.sampled, batch.report),
         )
         update = self.scheduler.update_from_output
         made = run.call("update_from_output()", lambda: update(batch.out, output))
+        self.delivered = bool(batch.report)
         stats = run.read("update_from_output()", lambda: self.build.draft_stats(made))
         if self.workload.drafts and not self.mode.overlapped:
             self.propose(batch)  # async: the worker keeps its drafts; the scheduler pads
         after = run.read("update_from_output()", self.pool)
-        run.steps[-1] = replace(run.steps[-1], after_postprocess=after, draft_stats=stats)
+        last = run.steps[-1]
+        transfers = (*last.transfers, *self.told("update"))
+        run.steps[-1] = replace(
+            last, after_postprocess=after, draft_stats=stats, transfers=transfers
+        )
 
     def propose(self, batch: Batch) -> None:
         """The engine core's `post_step` (sync scheduling): the worker's drafts for each
@@ -458,6 +564,11 @@ class VllmDriver:
                 for n, r in self.requests.items()
                 if not r.is_finished()
             ),
+            tuple(
+                int(b.block_id)
+                for _, blocks in getattr(self.scheduler, "deferred_frees", ())
+                for b in blocks
+            ),
         )
 
     @staticmethod
@@ -491,6 +602,16 @@ class VllmDriver:
                 n: tuple(int(t) for t in r.output_token_ids) for n, r in self.requests.items()
             },
         )
+
+
+def _connector(connector: Any) -> Any:
+    """vLLM's scheduler-side connector, ours (a release that built another is no run).
+    (Imported here: the module imports vLLM, which the checking process may lack.)"""
+    from schedcheck.engine.vllm.connector import SchedcheckConnector
+
+    if not isinstance(connector, SchedcheckConnector):
+        raise TypeError(f"the scheduler's connector is {type(connector).__name__}, not ours")
+    return connector
 
 
 def _status(request: Any) -> str:

@@ -69,6 +69,10 @@ class Release:
     # every request it holds drafts for (`_draft_tokens_by_req`, 0.34), which a sync engine
     # core hands the scheduler after each step; before, only the last batch's
     every_draft: bool = False
+    # a KV connector registered by module path (KVTransferConfig.kv_connector_module_path),
+    # and the policy for a failed load (kv_load_failure_policy: recompute or fail)
+    connectors: bool = False
+    load_failure_policy: bool = False
 
     def modes(self) -> list[Mode]:
         """Every mode it has, its default first."""
@@ -105,6 +109,7 @@ def release(root: Path) -> Release:
     if v2_by_default and listed:  # 0.2x: the architectures it runs by default, named
         v2_by_default = f'"{ARCHITECTURE}"' in listed.group(1)
     core = _text(package / "v1" / "engine" / "core.py")
+    transfer = _text(package / "config" / "kv_transfer.py")
     step = core.partition("def step_with_batch_queue")[2].partition("\n    def ")[0]
     protocols = ("v1", "v2") if v2 else ("v1",)
     if v2_only(package):  # 0.34: the v1 runner removed, its scheduler speaking v2 alone
@@ -118,6 +123,8 @@ def release(root: Path) -> Release:
         "_process_aborts_queue" in core,
         "_draft_tokens_by_req"
         in _text(package / "v1" / "worker" / "gpu" / "spec_decode" / "utils.py"),
+        "kv_connector_module_path" in transfer,
+        "kv_load_failure_policy" in transfer,
     )
 
 

@@ -22,6 +22,7 @@ class VllmMutant(NamedTuple):
     # its modes are searched in the one the release has)
     protocol: str = ""
     drafts: bool = False  # searched with speculative decoding drawn (--features spec)
+    connector: bool = False  # searched with a KV connector drawn (--features connector)
 
     def on(self, has: tuple[str, ...]) -> tuple[str, ...]:
         """Its modes on a release that has the modes `has` (empty: its bug's code path is
@@ -37,6 +38,37 @@ def lookahead_unreserved(scheduler: Any) -> None:
     """A drafter's lookahead slots not reserved: allocate_slots asked for the step's tokens
     only (its `num_lookahead_tokens` argument 0), for a draft model or an EAGLE head."""
     scheduler.num_lookahead_tokens = 0
+
+
+def save_freed_early(scheduler: Any) -> None:
+    """A finished request's blocks freed though the connector asked to keep them for its
+    save (request_finished returned True): the delay dropped."""
+    finished = scheduler._connector_finished
+
+    def dropped(request: Any) -> Any:
+        _, params = finished(request)
+        return False, params
+
+    scheduler._connector_finished = dropped
+
+
+def invalid_block_counted(scheduler: Any) -> None:
+    """Blocks whose load failed left counted as computed: the worker's invalid_block_ids
+    ignored (no request rolled back or failed, its sample kept)."""
+    scheduler._handle_invalid_blocks = lambda invalid, scheduled: set()
+
+
+def abort_not_told(scheduler: Any) -> None:
+    """An aborted request's end not told to the connector (request_finished skipped on the
+    abort path)."""
+    finished = scheduler._connector_finished
+
+    def skipped(request: Any) -> Any:
+        if request.status.name == "FINISHED_ABORTED":
+            return False, None
+        return finished(request)
+
+    scheduler._connector_finished = skipped
 
 
 def double_free(scheduler: Any) -> None:
@@ -348,5 +380,31 @@ MUTANTS = (
         modes=("sync-v1",),
         protocol="v1",
         drafts=True,
+    ),
+    # a KV connector's paths (issue 50), under the fail policy for a failed load (the
+    # release's recompute path fails on its own: VLLM-12, VLLM-13)
+    VllmMutant(
+        "save_freed_early",
+        "E18",
+        "a finished request's blocks freed while the connector's save of them runs",
+        save_freed_early,
+        modes=("sync-v2", "async-v2"),
+        connector=True,
+    ),
+    VllmMutant(
+        "invalid_block_counted",
+        "E7",
+        "blocks whose load failed left counted as computed (KV connector)",
+        invalid_block_counted,
+        modes=("sync-v2",),
+        connector=True,
+    ),
+    VllmMutant(
+        "abort_not_told",
+        "E19",
+        "an aborted request's end not told to the KV connector",
+        abort_not_told,
+        modes=("sync-v2",),
+        connector=True,
     ),
 )
