@@ -77,6 +77,9 @@ class Features:
     # with a failed load (workload.LOAD_FAILURES); empty: none drawn
     connectors: tuple[str, ...] = ()
     load_failures: tuple[str, ...] = ()
+    # streaming-input sessions (issue 50): requests whose client sends continuation chunks
+    # under the same id (EngineRequest.chunks), at most this many in a workload (0: none)
+    sessions: int = 0
 
 
 PLAIN = Features()
@@ -121,6 +124,7 @@ class EngineSetup:
     # connectors and load_failures, narrowed to these; () none)
     connectors: tuple[str, ...] = ()
     load_failures: tuple[str, ...] = ()
+    sessions: bool = False  # it has streaming-input sessions (Features.sessions, narrowed)
 
     def features(self, features: Features) -> Features:
         """Its adapter's features, narrowed to what this setup runs with."""
@@ -142,6 +146,7 @@ class EngineSetup:
             features,
             connectors=tuple(c for c in features.connectors if c in self.connectors),
             load_failures=tuple(p for p in features.load_failures if p in self.load_failures),
+            sessions=features.sessions if self.sessions else 0,
         )
         lacked: dict[str, Any] = dict.fromkeys(self.lacks, False)
         return replace(features, **lacked)
@@ -165,6 +170,7 @@ class EngineSetup:
             "drafters": [[kind, list(modes)] for kind, modes in self.drafters],
             "connectors": list(self.connectors),
             "load_failures": list(self.load_failures),
+            "sessions": self.sessions,
         }
 
     @classmethod
@@ -187,6 +193,7 @@ class EngineSetup:
             tuple((str(kind), tuple(map(str, modes))) for kind, modes in data.get("drafters", ())),
             tuple(map(str, data.get("connectors", ()))),
             tuple(map(str, data.get("load_failures", ()))),
+            bool(data.get("sessions", False)),
         )
 
     @property

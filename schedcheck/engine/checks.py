@@ -88,6 +88,7 @@ def check_engine(trace: EngineTrace, checks: list[str] | None = None) -> list[Vi
 
 def check_e1(trace: EngineTrace) -> Iterator[Violation]:
     bs = trace.workload.config.block_size
+    longest = trace.workload.max_model_len()
     for step in trace.steps:
         names = [s.name for s in step.scheduled]
         if len(set(names)) != len(names):
@@ -119,6 +120,16 @@ def check_e1(trace: EngineTrace) -> Iterator[Violation]:
                     f"{seq.name} is scheduled {seq.drafts} draft token(s), but this step computes "
                     f"positions {start}..{end - 1} of its {size} tokens with them: a draft "
                     "scheduled is computed in its step",
+                    (seq.name,),
+                )
+            elif end - seq.drafts > longest:
+                yield Violation(
+                    "E1",
+                    step.step,
+                    "schedule()",
+                    f"{seq.name} computes up to position {end - seq.drafts - 1}, past "
+                    f"max_model_len {longest}: a sequence never holds more tokens (a session's "
+                    "chunks grow it too)",
                     (seq.name,),
                 )
             elif len(seq.block_table) * bs < end:
@@ -439,10 +450,12 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
     >= num_prompt_tokens + max_tokens`, and max_model_len's `max_model_len - 1 -
     num_computed_tokens` of 0). A drafter whose forward pass takes input rows of the
     step's budget for each request (Traits.draft_inputs), or off the whole budget
-    (Traits.token_budget), leaves that much less room. With a KV connector, a step whose
-    pool has no free block has no room either: vLLM waits for blocks a transfer or a step in
-    flight is about to free rather than preempt for them (`has_pending_block_frees`, and
-    "a deferred free will not help with immediate allocation", 0.30 on)."""
+    (Traits.token_budget), leaves that much less room. With a KV connector, where one of
+    those left out needs for its next step (its token, its drafts and its drafter's
+    lookahead) more blocks than the pool has free, the step has no room: vLLM's running pass
+    stops there (`break`) and waits for blocks a transfer or a step in flight is about to
+    free rather than preempt for them (`has_pending_block_frees`, and "a deferred free will
+    not help with immediate allocation", 0.30 on)."""
     config = trace.workload.config
     requests = {r.name: r for r in trace.workload.requests}
     previous = None
@@ -465,8 +478,8 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
             rows = total + trace.traits.draft_inputs * (len(names) + 1)
             budget = trace.traits.token_budget or config.max_num_batched_tokens
             room = rows < budget and len(names) < config.max_num_seqs
-            if trace.workload.connector and not now.free:
-                room = False
+            if trace.workload.connector and not all(_fits(trace, now, n) for n in left):
+                left = []  # the running pass stops at the one it cannot allocate for
             if left and room:
                 yield Violation(
                     "E13",
@@ -480,6 +493,16 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
                 )
                 return  # the first wasted step tells the story
         previous = step.after_postprocess or now
+
+
+def _fits(trace: EngineTrace, pool: Pool, name: str) -> bool:
+    """Whether `name`'s next step (its known tokens and those in flight, then one more, its
+    drafts and its drafter's lookahead slots) fits its blocks and the pool's free ones."""
+    w = trace.workload
+    flight = sum(p.placeholders for p in pool.progress if p.name == name)
+    slots = len(pool.tokens.get(name, ())) + flight + 1 + w.drafts + w.lookahead
+    need = -(-slots // w.config.block_size) - len(pool.tables.get(name, ()))
+    return need <= len(pool.free)
 
 
 def check_e14(trace: EngineTrace) -> Iterator[Violation]:

@@ -114,8 +114,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="NAMES",
         help="what the workloads draw, comma-separated: spec (speculative decoding: drafts "
         "proposed, verified and rolled back; vLLM), connector (a KV connector over a "
-        "simulated external store: loads, saves, failed loads; vLLM), or none (default: "
-        "every one the engine's adapter drives, each in a share of the workloads)",
+        "simulated external store: loads, saves, failed loads; vLLM), sessions "
+        "(streaming-input sessions: continuation chunks under one request; vLLM), or none "
+        "(default: every one the engine's adapter drives, each in a share of the workloads)",
     )
     engine.add_argument(
         "--loop",
@@ -291,9 +292,10 @@ def engine_command(args: argparse.Namespace) -> int:
     return conclude(args, shown, options, found, reached, checks, exporter)
 
 
-FEATURES = ("spec", "connector")
+FEATURES = ("spec", "connector", "sessions")
 """What --features names: spec, speculative decoding (Features.drafts); connector, a KV
-connector's transfers (Features.connectors)."""
+connector's transfers (Features.connectors); sessions, streaming-input sessions
+(Features.sessions)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -319,8 +321,15 @@ def drawn(features: Features, asked: str | None, title: str) -> Features:
         )
     if not wants("spec", asked):
         features = replace(features, drafts=0)
+    if "sessions" in names and not features.sessions:
+        raise ValueError(
+            f"--features sessions: schedcheck drives no streaming-input sessions of {title}'s "
+            "(or this release has none)"
+        )
     if not wants("connector", asked):
         features = replace(features, connectors=(), load_failures=())
+    if not wants("sessions", asked):
+        features = replace(features, sessions=0)
     return features
 
 
@@ -438,6 +447,11 @@ def unsupported(
         )
     if workload.drafts and not features.drafts:
         found.append("speculative decoding, which this run does not draw (--features spec)")
+    if any(r.session for r in workload.requests) and not features.sessions:
+        found.append(
+            "streaming-input sessions, which this run does not draw (--features sessions, "
+            "where the release has them)"
+        )
     if workload.connector and workload.connector not in features.connectors:
         found.append(
             f"the {workload.connector} KV connector, which this run does not draw "

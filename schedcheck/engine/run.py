@@ -60,6 +60,13 @@ class Driver(Protocol):
     def abort(self, request: EngineRequest) -> None:
         """Abort `request`, added and maybe finished by now, at the start of its step."""
 
+    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
+        """A session's client sends its next chunk, at the start of the chunk's step (only
+        an engine whose Features have `sessions` is given any)."""
+
+    def close_session(self, request: EngineRequest) -> None:
+        """A session's client closes it, at the start of its close's step."""
+
     def reset(self) -> None:
         """Clear the prefix cache, preempting the running requests, at the start of a step
         the workload names (only an engine whose Features have `resets` is given any)."""
@@ -150,7 +157,10 @@ class Run:
         added: set[str] = set()
         limit = bound(self.workload)
         last_event = max(
-            [r.arrival for r in requests] + [r.abort for r in requests] + [*self.workload.resets],
+            [r.arrival for r in requests]
+            + [r.abort for r in requests]
+            + [r.closed_at for r in requests]
+            + [*self.workload.resets],
             default=0,
         )
         while True:
@@ -160,12 +170,24 @@ class Run:
                 driver.add(request)
                 added.add(request.name)
             for request in requests:
-                if request.abort == self.step and request.name in added:
+                if request.name not in added:
+                    continue
+                if request.abort and request.abort < self.step:
+                    continue  # its client aborted it: it sends nothing more (vLLM's output
+                    # processor aborts a late chunk's request: a stream once ended stays so)
+                for step, chunk in request.chunks:
+                    if step == self.step:
+                        driver.send_chunk(request, chunk)
+                if request.session and request.closed_at == self.step:
+                    driver.close_session(request)
+                if request.abort == self.step:
                     driver.abort(request)
             if self.step in self.workload.resets:
                 driver.reset()
+            # a session whose client has more to send waits for it, not for the engine
+            awaiting = {r.name for r in requests if r.session and r.closed_at > self.step}
             if driver.idle():
-                lost = driver.lost()
+                lost = [n for n in driver.lost() if n not in awaiting]
                 if lost:
                     raise Stop(
                         EngineFailure(
@@ -176,9 +198,9 @@ class Run:
                             "unfinished request: lost from its queues, never to run",
                         )
                     )
-                if not pending:
+                if not pending and not awaiting:
                     return
-                continue  # idle until the next arrival
+                continue  # idle until the next arrival, chunk or close
             if self.step > limit:
                 raise Stop(
                     EngineFailure(

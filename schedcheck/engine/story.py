@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from schedcheck.engine.trace import EngineStep, EngineTrace, Pool
+from schedcheck.engine.trace import PAUSED, EngineStep, EngineTrace, Pool
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
 __all__ = [
     "ABORT",
     "AGAIN",
     "ARRIVE",
+    "CHUNK",
+    "CLOSE",
     "DROPPED",
     "EARLY",
     "FINISH",
@@ -32,6 +34,8 @@ __all__ = [
     "LANDED",
     "LOAD",
     "LOADED",
+    "NEXT",
+    "PAUSE",
     "PREEMPT",
     "RESET",
     "SAVE",
@@ -56,6 +60,12 @@ ARRIVE, ABORT, RESET, PREEMPT, FINISH, EARLY, LANDED, DROPPED, AGAIN = (
     "tokens landed",
     "tokens in flight dropped",
     "computed again from below",
+)
+CHUNK, CLOSE, PAUSE, NEXT = (
+    "chunk sent",
+    "session closed",
+    "turn done, waits for its client",
+    "turn done, its next chunk waits to run",
 )
 LOAD, LOADED, SAVE, SAVED, TOLD, GARBAGE = (
     "load starts",
@@ -104,6 +114,7 @@ def events(trace: EngineTrace) -> list[Event]:
     """Every event of the run, in step order (within a step: the engine's, arrivals,
     aborts, preemptions, finishes)."""
     w = trace.workload
+    sessions = {r.name for r in w.requests if r.session}
     found: list[Event] = []
     before: Pool | None = None
     reached: dict[str, int] = {}  # the end of what each request computed so far
@@ -115,6 +126,12 @@ def events(trace: EngineTrace) -> list[Event]:
         if n in w.early:
             found.append(Event(n, EARLY, "", "the batch done before the engine core looked"))
         found.extend(Event(n, ARRIVE, r.name) for r in w.requests if r.arrival == n)
+        for r in w.requests:
+            if r.abort and r.abort < n:
+                continue  # its client sends nothing more
+            found.extend(Event(n, CHUNK, r.name, str(list(c))) for s, c in r.chunks if s == n)
+            if r.session and r.closed_at == n:
+                found.append(Event(n, CLOSE, r.name))
         for r in w.requests:
             if r.abort == n:
                 when = "during the step" if r.abort_in_step else "before the step"
@@ -147,8 +164,17 @@ def events(trace: EngineTrace) -> list[Event]:
             reached[seq.name] = seq.num_cached + seq.num_scheduled - seq.drafts
         for name, status in now.status.items():
             was = before.status.get(name) if before is not None else None
-            if was == "RUNNING" and status == "WAITING":
+            if (
+                was == "RUNNING"
+                and status == "WAITING"
+                and name in sessions
+                and now.tables.get(name)
+            ):
+                found.append(Event(n, NEXT, name))  # its blocks kept: a turn, no preemption
+            elif was == "RUNNING" and status == "WAITING":
                 found.append(Event(n, PREEMPT, name, "by the reset" if n in w.resets else ""))
+            if status == PAUSED and was != PAUSED:
+                found.append(Event(n, PAUSE, name))
             if status == "FINISHED" and was != "FINISHED":
                 request = next((r for r in w.requests if r.name == name), None)
                 if request is None:

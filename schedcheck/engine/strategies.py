@@ -21,7 +21,7 @@ from itertools import pairwise
 from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
-from schedcheck.engine.trace import UNKNOWN, EngineStep, EngineTrace, Pool, computed_on
+from schedcheck.engine.trace import PAUSED, UNKNOWN, EngineStep, EngineTrace, Pool, computed_on
 from schedcheck.engine.transfers import spans
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
@@ -58,6 +58,11 @@ LOAD_FAILED = "failed KV load, policy {}"
 DELAYED_FREE = "blocks kept after their request finished, for its save"
 TRANSFER_ABORT = "abort of a request while its KV load or save runs"
 SAVE_PREEMPTION = "preemption while a save holds blocks"
+SESSION_CONTINUED = "session continued by a chunk"
+SESSION_QUEUED = "session chunk sent while its turn still ran"
+SESSION_PREEMPTED = "session continued after a preemption"
+SESSION_TIGHT = "preemption while a session waits for its client, holding blocks"
+SESSIONS = (SESSION_CONTINUED, SESSION_QUEUED, SESSION_PREEMPTED, SESSION_TIGHT)
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -104,7 +109,16 @@ def labels(
         if features.connectors
         else ()
     )
-    return (*base, *(label for label, has in extra if has), *spec, *connector, *reaches, *shown)
+    sessions = SESSIONS if features.sessions else ()
+    return (
+        *base,
+        *(label for label, has in extra if has),
+        *spec,
+        *connector,
+        *sessions,
+        *reaches,
+        *shown,
+    )
 
 
 def mode_label(mode: str) -> str:
@@ -235,7 +249,34 @@ def engine_workloads(
     )
     if features.connectors and draw(st.integers(0, 2)) == 2:  # one workload in three
         workload = _connector(draw, workload, stems, features)
+    if features.sessions and draw(st.integers(0, 2)) == 2:  # one workload in three
+        workload = _sessions(draw, workload, vocab, features)
     return workload
+
+
+def _sessions(
+    draw: st.DrawFn, workload: EngineWorkload, vocab: int, features: Features
+) -> EngineWorkload:
+    """Up to `features.sessions` of the requests made streaming-input sessions: one or two
+    continuation chunks each, sent from its arrival on (while its turn runs, after it
+    stopped, after a preemption: the steps decide), closed with its last chunk or later; the
+    pool grown to hold each session alone over every turn."""
+    count = draw(st.integers(1, min(features.sessions, len(workload.requests))))
+    requests = list(workload.requests)
+    for i in range(count):
+        r = requests[i]
+        step, chunks = r.arrival, []
+        for _ in range(draw(st.integers(1, 2))):
+            step += draw(st.integers(0, 6))
+            chunks.append(
+                (step, tuple(draw(st.lists(st.integers(1, vocab), min_size=1, max_size=3))))
+            )
+        close = draw(st.sampled_from([0, 0, step + 1, step + 3]))
+        requests[i] = replace(r, chunks=tuple(chunks), close=close)
+    c = workload.config
+    need = max(r.peak_blocks(c.block_size, features.headroom) for r in requests)
+    config = replace(c, num_blocks=max(c.num_blocks, need + features.reserved))
+    return replace(workload, config=config, requests=tuple(requests))
 
 
 def _connector(
@@ -347,6 +388,48 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
     return seen
 
 
+def _session_labels(trace: EngineTrace) -> set[str]:
+    """What streaming-input sessions met: a later turn, a chunk sent while its turn ran,
+    a session preempted and continued after, a preemption while a session waited for its
+    client holding blocks."""
+    seen: set[str] = set()
+    w = trace.workload
+    sessions = [r for r in w.requests if r.session]
+    if not sessions:
+        return seen
+    before: dict[int, Pool] = {}
+    previous = None
+    preempted: dict[int, set[str]] = {}
+    for step in trace.steps:
+        if previous is not None:
+            before[step.step] = previous
+            now = step.after_schedule
+            preempted[step.step] = {
+                n
+                for n in previous.running
+                if now.status.get(n) == "WAITING" and not now.tables.get(n)
+            }
+        previous = step.after_postprocess or step.after_schedule
+    for r in sessions:
+        turns = w.turns(r)
+        continued = len(trace.outputs.get(r.name, ())) > len(turns[0])
+        if continued:
+            seen.add(SESSION_CONTINUED)
+        for at, _ in r.chunks:
+            pool = before.get(at)
+            if pool is not None and pool.status.get(r.name) == "RUNNING":
+                seen.add(SESSION_QUEUED)
+        if continued and any(r.name in names for names in preempted.values()):
+            seen.add(SESSION_PREEMPTED)
+    for at, names in preempted.items():
+        pool = before[at]
+        if names and any(
+            pool.status.get(r.name) == PAUSED and pool.tables.get(r.name) for r in sessions
+        ):
+            seen.add(SESSION_TIGHT)
+    return seen
+
+
 def _transfers(trace: EngineTrace) -> set[str]:
     """What a KV connector's transfers met (transfers.spans): a load, one that took steps,
     one that failed, a save keeping a finished request's blocks, an abort while a transfer
@@ -428,6 +511,7 @@ def observe(trace: EngineTrace) -> set[str]:
     if any(s.step in trace.workload.early and s.scheduled for s in trace.steps):
         seen.add(EARLY)
     seen |= _transfers(trace)
+    seen |= _session_labels(trace)
     for request in trace.workload.requests:
         out = trace.outputs.get(request.name, ())
         if out and out[-1] == 0 and not request.ignore_eos:

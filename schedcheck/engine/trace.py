@@ -171,6 +171,11 @@ class EngineStep:
     tainted: tuple[str, ...] = ()
 
 
+PAUSED = "PAUSED"
+"""A request's status (Pool.status) where it is a streaming-input session between turns,
+waiting for its client's next chunk (vLLM's WAITING_FOR_STREAMING_REQ): not running, and not
+waiting for the scheduler."""
+
 UNKNOWN = -1
 """A token the model runner holds no value for: vLLM's placeholder for a token sampled on
 the device and not yet copied back (async scheduling)."""

@@ -109,10 +109,34 @@ class EngineRequest:
     load: int = 0
     load_fails: tuple[int, ...] = ()
     save: int = 0
+    # A streaming-input session (issue 50): the continuation chunks its client sends under
+    # the same request, each (the step it is sent at, its tokens), every turn asking
+    # max_tokens; and the step its client closes it at (0: with its last chunk). A request
+    # with chunks is a session; one without, a request as ever.
+    chunks: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    close: int = 0
+
+    @property
+    def session(self) -> bool:
+        return bool(self.chunks)
+
+    @property
+    def closed_at(self) -> int:
+        """The step its close is sent at (a session's)."""
+        return self.close or (self.chunks[-1][0] if self.chunks else 0)
+
+    @property
+    def total(self) -> int:
+        """The most tokens its sequence holds: its prompt, its chunks and every turn's
+        output (each turn's last token dropped from the next's context: a bound)."""
+        turns = 1 + len(self.chunks)
+        return len(self.prompt) + sum(len(c) for _, c in self.chunks) + turns * self.max_tokens
 
     def peak_blocks(self, block_size: int, headroom: Headroom = NO_HEADROOM) -> int:
         """The most KV it holds (its last sampled token is never computed), or where the
-        engine's intake asks more (`headroom`), what it asks."""
+        engine's intake asks more (`headroom`), what it asks; a session's, over every turn."""
+        if self.session:
+            return blocks_for(self.total - 1, block_size)
         return blocks_for(headroom.slots(len(self.prompt), self.max_tokens, block_size), block_size)
 
 
@@ -207,15 +231,30 @@ class EngineWorkload:
         return min(request.max_tokens, self.max_model_len() - len(request.prompt))
 
     def alone(self, request: EngineRequest) -> tuple[int, ...]:
-        """Its output run alone: ample blocks, no preemption, no sharing (E7)."""
-        tokens, out = list(request.prompt), list[int]()
-        while len(out) < self.most(request):
-            token = self.next_token(tokens)
-            tokens.append(token)
-            out.append(token)
-            if (token == EOS and not request.ignore_eos) or token in request.stop:
-                break
-        return tuple(out)
+        """Its output run alone: ample blocks, no preemption, no sharing (E7); a session's,
+        every turn's output in turn (what its client is streamed)."""
+        return tuple(t for turn in self.turns(request) for t in turn)
+
+    def turns(self, request: EngineRequest) -> tuple[tuple[int, ...], ...]:
+        """Each turn's output run alone. A session's next turn continues from its context
+        so far, its last turn's output but the last token (sampled, never computed: vLLM
+        drops it, `_update_request_as_session`) and the chunk: C' = C + O[:-1] + chunk.
+        A turn ends as a request does (eos, a stop token, max_tokens, max_model_len over
+        the whole sequence)."""
+        context, turns = list(request.prompt), list[tuple[int, ...]]()
+        for chunk in (None, *(c for _, c in request.chunks)):
+            if chunk is not None:
+                context = [*context, *turns[-1][:-1], *chunk]
+            cap = min(request.max_tokens, self.max_model_len() - len(context))
+            tokens, out = list(context), list[int]()
+            while len(out) < max(cap, 1):
+                token = self.next_token(tokens)
+                tokens.append(token)
+                out.append(token)
+                if (token == EOS and not request.ignore_eos) or token in request.stop:
+                    break
+            turns.append(tuple(out))
+        return tuple(turns)
 
     @property
     def lookahead(self) -> int:
@@ -242,7 +281,10 @@ class EngineWorkload:
     def longest(self) -> int:
         """The longest any of its sequences grows (prompt and every output token): the
         max_model_len it runs with."""
-        return max((len(r.prompt) + r.max_tokens for r in self.requests), default=1)
+        return max(
+            (r.total if r.session else len(r.prompt) + r.max_tokens for r in self.requests),
+            default=1,
+        )
 
     def max_model_len(self) -> int:
         """The max_model_len it runs with: its config's, or the longest sequence it can
@@ -276,6 +318,7 @@ class EngineWorkload:
             found.append(f"draft_miss_per_8 {self.draft_miss_per_8} is not from 0 to 8")
         found.extend(self._schedule_problems())
         found.extend(self._connector_problems())
+        found.extend(self._session_problems())
         if self.drafter not in DRAFTERS:
             found.append(f"drafter {self.drafter!r} is none of {', '.join(DRAFTERS)}")
         if self.drafts:  # a lone request's drafts past its last token take KV slots too
@@ -338,6 +381,24 @@ class EngineWorkload:
             )
         return found
 
+    def _session_problems(self) -> list[str]:
+        """Why a request's chunks and close are not what a client sends: chunks of tokens,
+        sent in order from its arrival on, closed at or after the last."""
+        found = []
+        for r in self.requests:
+            steps = [s for s, _ in r.chunks]
+            if r.close and not r.chunks:
+                found.append(f"{r.name} has a close at step {r.close} but no chunks")
+            if steps != sorted(steps) or any(s < r.arrival for s in steps):
+                found.append(
+                    f"{r.name}'s chunks {steps} are not sent in order from step {r.arrival}"
+                )
+            if any(not c or any(t < 0 for t in c) for _, c in r.chunks):
+                found.append(f"{r.name} has an empty chunk, or one of negative tokens")
+            if r.close and steps and r.close < steps[-1]:
+                found.append(f"{r.name} is closed at step {r.close}, before its last chunk")
+        return found
+
     def _connector_problems(self) -> list[str]:
         """Why its connector fields are not ones a run takes."""
         found = []
@@ -390,6 +451,8 @@ class EngineWorkload:
                 int(r.get("load", 0)),
                 tuple(map(int, r.get("load_fails", ()))),
                 int(r.get("save", 0)),
+                tuple((int(s), tuple(map(int, c))) for s, c in r.get("chunks", ())),
+                int(r.get("close", 0)),
             )
             for r in data["requests"]
         )

@@ -227,3 +227,20 @@ def test_a_workload_s_connector_fields_are_checked_and_round_trip() -> None:
     good = replace(base, connector="simulated", stored=((1, 2),))
     assert good.problems() == []
     assert EngineWorkload.from_json(good.to_json()) == good
+
+
+def test_e13_with_a_connector_excuses_only_a_request_the_free_blocks_cannot_hold() -> None:
+    """r1 left out of step 4 (it decodes there): with eight blocks free it had room (E13);
+    with none free vLLM would wait for blocks a transfer or a step in flight frees."""
+    trace = recorded()
+
+    def left_out(step: EngineStep) -> EngineStep:
+        return replace(step, scheduled=(), copies=(), sampled=())
+
+    found = fired(at(trace, 4, left_out), "E13")
+    assert found and found[0].step == 4 and "r1 running, left out" in found[0].message
+
+    def no_free(step: EngineStep) -> EngineStep:
+        return replace(left_out(step), after_schedule=step.after_schedule._replace(free=()))
+
+    assert fired(at(trace, 4, no_free), "E13") == []

@@ -173,6 +173,12 @@ class NanoDriver:
     def lost(self) -> list[str]:
         return []  # is_finished() reads its queues: a sequence lost from both is E7's to tell
 
+    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
+        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
+
+    def close_session(self, request: EngineRequest) -> None:
+        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
+
     def transferring(self) -> bool:
         return False  # no transfers outside the scheduler
 

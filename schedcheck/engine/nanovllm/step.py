@@ -118,6 +118,12 @@ class OwnStepDriver:
     def lost(self) -> list[str]:
         return []
 
+    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
+        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
+
+    def close_session(self, request: EngineRequest) -> None:
+        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
+
     def transferring(self) -> bool:
         return False  # no transfers outside the scheduler
 

@@ -182,6 +182,12 @@ class SglangDriver:
     def lost(self) -> list[str]:
         return self.unfinished()
 
+    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
+        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
+
+    def close_session(self, request: EngineRequest) -> None:
+        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
+
     def transferring(self) -> bool:
         return False  # no transfers outside the scheduler
 

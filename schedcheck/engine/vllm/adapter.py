@@ -58,7 +58,9 @@ def cache_root() -> Path:
     return Path(tempfile.gettempdir()) / f"schedcheck-vllm-{os.getuid()}"
 
 
-def built(root: str, modes: list[Mode], connectors: tuple[str, ...] = ()) -> Build:
+def built(
+    root: str, modes: list[Mode], connectors: tuple[str, ...] = (), sessions: bool = False
+) -> Build:
     """vLLM from `root` imported, configured for a model of no weights and warmed up in each
     of `modes` (with each of `connectors`): its lazy imports happen now, and a release this
     driver cannot drive is told now (RuntimeError). The model's folder is read by then and
@@ -69,7 +71,7 @@ def built(root: str, modes: list[Mode], connectors: tuple[str, ...] = ()) -> Bui
     os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root()))
     try:
         build = Build(folder)
-        warm(build, modes, connectors)
+        warm(build, modes, connectors, sessions)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return build
@@ -95,6 +97,7 @@ class Vllm:
         draft_schedules=True,  # num_speculative_tokens_per_batch_size, where it has it: settle
         connectors=tuple(CONNECTORS),  # as its release has them (--features connector)
         load_failures=LOAD_FAILURES,
+        sessions=2,  # where its release has them (--features sessions)
     )
     # its running cap, its preemption rules, its running requests scheduled first
     policies_on = frozenset({"E9", "E10", "E13", "E15", "E16", "E17"})
@@ -151,7 +154,16 @@ class Vllm:
         path = scratch / SETUP_FILE
         modes = list(dict.fromkeys([*setup.modes, *setup.draft_modes]))
         connectors = list(setup.connectors)
-        path.write_text(json.dumps({"root": setup.root, "modes": modes, "connectors": connectors}))
+        path.write_text(
+            json.dumps(
+                {
+                    "root": setup.root,
+                    "modes": modes,
+                    "connectors": connectors,
+                    "sessions": setup.sessions,
+                }
+            )
+        )
         return path
 
     def calls(self, workload: EngineWorkload) -> int:
@@ -170,7 +182,8 @@ class Vllm:
         try:
             read = json.loads(Path(path).read_text())
             modes = [Mode.parse(m) for m in read["modes"]]
-            return built(read["root"], modes, tuple(read.get("connectors", ())))
+            connectors = tuple(read.get("connectors", ()))
+            return built(read["root"], modes, connectors, bool(read.get("sessions")))
         except (Exception, SystemExit) as e:  # vLLM's import or our warm-up on it: not ours
             return LoadError(f"{type(e).__name__}: {e}")
 
@@ -179,7 +192,8 @@ class Vllm:
 
     def load(self, setup: EngineSetup) -> _Built:
         modes = dict.fromkeys([*setup.modes, *setup.draft_modes])  # warmed in each
-        return _Built(built(setup.root, [Mode.parse(m) for m in modes], setup.connectors))
+        parsed = [Mode.parse(m) for m in modes]
+        return _Built(built(setup.root, parsed, setup.connectors, setup.sessions))
 
     def prefill(self, probe: Callable[[], bool], asked: str | None) -> tuple[bool, str | None]:
         return True, None  # chunked prefill is on in every config it is built with

@@ -466,10 +466,20 @@ class Build:
                 )
         return None
 
-    def request(self, scheduler: Any, request: EngineRequest, arrival: float) -> Any:
+    def request(
+        self,
+        scheduler: Any,
+        request: EngineRequest,
+        arrival: float,
+        prompt: tuple[int, ...] | None = None,
+        resumable: bool | None = None,
+    ) -> Any:
         """vLLM's Request for one of the workload's: its sampling parameters (max_tokens,
         ignore_eos, stop tokens, eos from the model's generation config), its priority and
-        arrival time, our block hasher."""
+        arrival time, our block hasher. A session's (issue 50) is `resumable`; its client
+        sends each continuation chunk (`prompt`) as another resumable Request of the same id,
+        and its close as one that is not (AsyncLLM's `_add_streaming_input_request`)."""
+        resumable = request.session if resumable is None else resumable
         params = self.v.SamplingParams(
             max_tokens=request.max_tokens,
             ignore_eos=request.ignore_eos,
@@ -481,15 +491,18 @@ class Build:
         # In 0.11 the eos is the Request's own (check_stop compares it), not the
         # sampling parameters'
         eos = {"eos_token_id": EOS} if self.v.request_eos else {}
+        if request.session and not self.v.sessions:
+            raise NoSuchMode(f"vLLM {self.version} has no streaming-input sessions (resumable)")
         return self.v.Request(
             request.name,
-            list(request.prompt),
+            list(request.prompt if prompt is None else prompt),
             params,
             None,
             arrival_time=arrival,
             priority=request.priority,
             block_hasher=scheduler.schedcheck_hasher,
             **eos,
+            **({"resumable": resumable} if self.v.sessions else {}),
         )
 
     def runner_output(
@@ -562,6 +575,8 @@ class _Vllm:
         # What differs between releases, found by looking, not by version number:
         # - 0.11's Request takes the model's eos as eos_token_id;
         self.request_eos: bool = "eos_token_id" in inspect.signature(self.Request).parameters
+        # - 0.15 on: a Request may be resumable (streaming-input sessions)
+        self.sessions: bool = "resumable" in inspect.signature(self.Request).parameters
         # - 0.11's ModelRunnerOutput's sampled_token_ids are numpy arrays, and its
         #   logprobs, prompt_logprobs_dict and pooler_output have no default: empty ones.
         # - before reset_running_requests (0.11 to 0.1x), the prefix cache is cleared only

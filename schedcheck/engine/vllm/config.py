@@ -73,6 +73,7 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
         if has.connectors and wants("connector", getattr(args, "features", None))
         else (),
         load_failures=("recompute", "fail") if has.load_failure_policy else (),
+        sessions=has.sessions and wants("sessions", getattr(args, "features", None)),
         config={
             "async_default": has.overlaps_by_default,
             "protocol_default": has.protocol_by_default,

@@ -30,6 +30,7 @@ from schedcheck.engine.run import Run, Stop
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.store import Report, Worker, garbage
 from schedcheck.engine.trace import (
+    PAUSED,
     UNKNOWN,
     Block,
     Copy,
@@ -145,7 +146,19 @@ def connected(connector: str, base: EngineWorkload = WARM[0]) -> EngineWorkload:
     )
 
 
-def warm(build: Build, modes: list[Mode], connectors: tuple[str, ...] = ()) -> None:
+def in_session(base: EngineWorkload = WARM[0]) -> EngineWorkload:
+    """`base` (one of WARM) with its first request a streaming-input session: a chunk sent
+    while its turn runs, another after it stopped, closed after."""
+    w1, *rest = base.requests
+    session = replace(w1, chunks=((2, (1,)), (9, (2, 1))), close=11)
+    need = session.peak_blocks(base.config.block_size) + 1
+    config = replace(base.config, num_blocks=max(base.config.num_blocks, need))
+    return replace(base, config=config, requests=(session, *rest))
+
+
+def warm(
+    build: Build, modes: list[Mode], connectors: tuple[str, ...] = (), sessions: bool = False
+) -> None:
     """Run WARM through `build` in each of `modes`, and in each mode that drives drafts
     with each drafter the release has (its speculative decoding: SpeculativeConfig imports
     its method's module when built, and a draft model's config is read from disk now):
@@ -160,12 +173,12 @@ def warm(build: Build, modes: list[Mode], connectors: tuple[str, ...] = ()) -> N
     build.prepare_drafters()
     drafts = [drafting(drafter, base=w) for drafter in build.drafters for w in WARM]
     transfers = [connected(c) for c in connectors]
+    chunked = [in_session()] if sessions else []
     for mode in modes:
-        for workload in (*WARM, *drafts, *transfers):
+        for workload in (*WARM, *drafts, *transfers, *chunked):
             failure = run_vllm(build, workload, mode).failure
-            if failure is None or (
-                (workload.drafts or workload.connector) and failure.check != "E6"
-            ):
+            features = workload.drafts or workload.connector or chunked
+            if failure is None or (features and failure.check != "E6"):
                 continue
             raise RuntimeError(
                 f"vLLM {build.version} cannot be driven by schedcheck in mode {mode.name}: "
@@ -213,6 +226,10 @@ class VllmDriver:
         self.worker = Worker(run.workload) if run.workload.connector else None
         self.connector: Any = None
         self.delivered = False  # the last update gave the scheduler transfers that ended
+        # each session's output as its client was streamed it, every turn's in turn
+        self.sessions: dict[str, list[int]] = {
+            r.name: [] for r in run.workload.requests if r.session
+        }
 
     def unreadable(self, error: Exception) -> str:
         """This release keeps its state elsewhere than we read it (exit 2, naming what)."""
@@ -290,6 +307,27 @@ class VllmDriver:
             return
         self.finish([request.name])
 
+    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
+        """A session's next chunk, as the engine core hands it over between steps: another
+        resumable Request of the same id, its prompt the chunk (applied at once to a paused
+        session, queued behind a turn still running)."""
+        arrival = self.run.step + len(self.requests) / 1000
+        made = self.run.call(
+            "Request()", lambda: self.build.request(self.scheduler, request, arrival, chunk)
+        )
+        self.run.call("add_request()", lambda: self.scheduler.add_request(made))
+
+    def close_session(self, request: EngineRequest) -> None:
+        """A session's client is done: a Request of the same id that is not resumable (its
+        prompt never read: AsyncLLM sends `[0]`), which ends a paused session at once and a
+        running one after its turn."""
+        arrival = self.run.step + len(self.requests) / 1000
+        made = self.run.call(
+            "Request()",
+            lambda: self.build.request(self.scheduler, request, arrival, (0,), resumable=False),
+        )
+        self.run.call("add_request()", lambda: self.scheduler.add_request(made))
+
     def finish(self, names: list[str]) -> None:
         for name in names:
             self.run.call("finish_requests()", partial(self.finished, name))
@@ -305,8 +343,9 @@ class VllmDriver:
 
         The engine core runs it as a utility call, which answers the client with whatever
         it raises and goes on (`_invoke_utility_method`): a release that refuses to clear a
-        cache while a KV transfer holds blocks (its RuntimeError, having preempted the
-        running requests) has refused, not crashed."""
+        cache while blocks are held by requests not running (a KV transfer's, a session's
+        between turns: its RuntimeError, having preempted the running requests) has refused,
+        not crashed."""
 
         def running() -> set[str]:
             return {str(r.request_id) for r in self.scheduler.running}
@@ -320,10 +359,7 @@ class VllmDriver:
 
     def refusable_reset(self) -> bool | None:
         """The reset, as the engine core's utility call makes it: None where it raised an
-        Exception (its failure goes to the client) with a connector in the run, whose
-        transfers it may refuse to clear under."""
-        if self.worker is None:
-            return self.build.reset(self.scheduler)
+        Exception (its failure goes to the client)."""
         try:
             return self.build.reset(self.scheduler)
         except Exception:  # reported to the client; the engine core goes on
@@ -367,6 +403,7 @@ class VllmDriver:
         """The runner takes the SchedulerOutput and computes the step; the step as seen goes
         into the trace."""
         run, read = self.run, self.run.read
+        read("schedule()", self.mark_stale)
         order = self.model_runner(lambda: self.runner.receive(out))
         views = read("schedule()", lambda: tuple(self.view(n, out) for n in order))
         seen = {v.name: v.token_ids for v in views}
@@ -446,6 +483,8 @@ class VllmDriver:
         update = self.scheduler.update_from_output
         made = run.call("update_from_output()", lambda: update(batch.out, output))
         self.delivered = bool(batch.report)
+        run.read("update_from_output()", lambda: self.streamed(made))
+        run.read("update_from_output()", self.mark_stale)
         stats = run.read("update_from_output()", lambda: self.build.draft_stats(made))
         if self.workload.drafts and not self.mode.overlapped:
             self.propose(batch)  # async: the worker keeps its drafts; the scheduler pads
@@ -595,13 +634,38 @@ class VllmDriver:
         skipped = getattr(self.scheduler, "skipped_waiting", None)
         return [*(skipped or ()), *self.scheduler.waiting]
 
+    def mark_stale(self) -> None:
+        """The requests whose output in flight vLLM will drop when it lands (0.31 on:
+        `drop_stale_output` with `num_stale_output_tokens` left, set where a session's turn
+        stops while its next step is in flight, and where a preemption must not hand off
+        freed blocks, `requires_kv_delivery`): their tokens in the batches in flight are
+        none of theirs."""
+        for name, request in self.requests.items():
+            if getattr(request, "drop_stale_output", False) and getattr(
+                request, "num_stale_output_tokens", 0
+            ):
+                for batch in self.queue:
+                    batch.dropped.add(name)
+
+    def streamed(self, made: Any) -> None:
+        """What each session's client was streamed by this update (its EngineCoreOutputs'
+        `new_token_ids`): a session's Request holds its last turn's output only."""
+        for outputs in (made or {}).values():
+            for output in getattr(outputs, "outputs", ()):
+                name = str(output.request_id)
+                if name in self.sessions:
+                    self.sessions[name].extend(int(t) for t in output.new_token_ids)
+
     def outputs(self) -> dict[str, tuple[int, ...]]:
-        return self.run.read(
-            "end of run",
-            lambda: {
-                n: tuple(int(t) for t in r.output_token_ids) for n, r in self.requests.items()
-            },
-        )
+        def read() -> dict[str, tuple[int, ...]]:
+            return {
+                n: tuple(self.sessions[n])
+                if n in self.sessions
+                else tuple(int(t) for t in r.output_token_ids)
+                for n, r in self.requests.items()
+            }
+
+        return self.run.read("end of run", read)
 
 
 def _connector(connector: Any) -> Any:
@@ -617,6 +681,8 @@ def _connector(connector: Any) -> Any:
 def _status(request: Any) -> str:
     if request.is_finished():
         return "FINISHED"
+    if request.status.name == "WAITING_FOR_STREAMING_REQ":
+        return PAUSED
     return "RUNNING" if request.status.name == "RUNNING" else "WAITING"
 
 

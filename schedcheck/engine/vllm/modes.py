@@ -73,6 +73,8 @@ class Release:
     # and the policy for a failed load (kv_load_failure_policy: recompute or fail)
     connectors: bool = False
     load_failure_policy: bool = False
+    # streaming-input sessions: a Request may be resumable (0.15 on)
+    sessions: bool = False
 
     def modes(self) -> list[Mode]:
         """Every mode it has, its default first."""
@@ -125,6 +127,7 @@ def release(root: Path) -> Release:
         in _text(package / "v1" / "worker" / "gpu" / "spec_decode" / "utils.py"),
         "kv_connector_module_path" in transfer,
         "kv_load_failure_policy" in transfer,
+        "resumable" in _text(package / "v1" / "request.py"),
     )
 
 

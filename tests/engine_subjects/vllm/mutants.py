@@ -23,6 +23,7 @@ class VllmMutant(NamedTuple):
     protocol: str = ""
     drafts: bool = False  # searched with speculative decoding drawn (--features spec)
     connector: bool = False  # searched with a KV connector drawn (--features connector)
+    sessions: bool = False  # searched with streaming-input sessions drawn (--features sessions)
 
     def on(self, has: tuple[str, ...]) -> tuple[str, ...]:
         """Its modes on a release that has the modes `has` (empty: its bug's code path is
@@ -69,6 +70,29 @@ def abort_not_told(scheduler: Any) -> None:
         return finished(request)
 
     scheduler._connector_finished = skipped
+
+
+def chunk_without_kv(scheduler: Any) -> None:
+    """A session's continuation chunk appended as if its KV were computed: the count set to
+    the sequence less its last token when the chunk is applied."""
+    apply = scheduler._update_request_as_session
+
+    def counted(session: Any, update: Any) -> None:
+        apply(session, update)
+        session.num_computed_tokens = max(session.num_computed_tokens, session.num_tokens - 1)
+
+    scheduler._update_request_as_session = counted
+
+
+def session_blocks_kept(scheduler: Any) -> None:
+    """A session's blocks kept after it ends (closed or finished): never given back."""
+    free = scheduler._free_request_blocks
+
+    def kept(request: Any) -> None:
+        if request.streaming_queue is None:  # a session's (resumable) has a queue
+            free(request)
+
+    scheduler._free_request_blocks = kept
 
 
 def double_free(scheduler: Any) -> None:
@@ -406,5 +430,23 @@ MUTANTS = (
         abort_not_told,
         modes=("sync-v2",),
         connector=True,
+    ),
+    # streaming-input sessions (issue 50), with no max_model_len cap drawn (a session that
+    # grows past it livelocks the release: VLLM-14)
+    VllmMutant(
+        "chunk_without_kv",
+        "E2",
+        "a session's continuation chunk appended without its KV",
+        chunk_without_kv,
+        modes=("sync-v2", "async-v2"),
+        sessions=True,
+    ),
+    VllmMutant(
+        "session_blocks_kept",
+        "E3",
+        "a session's blocks kept after it ends",
+        session_blocks_kept,
+        modes=("sync-v2",),
+        sessions=True,
     ),
 )

@@ -1,0 +1,90 @@
+"""Streaming-input sessions (issue 50) as the core holds them: a session's turns run alone,
+what its client is streamed, its chunks checked, and a run of vLLM 0.34.0's real Scheduler
+recorded here (tests/engine_subjects/vllm/session_trace.json: plain data, no vLLM needed)
+that every check holds on and that fires when broken.
+
+The recorded run (sync-v2, 10 blocks of 2, budget 4, two running at most): s1 ([1 2 1],
+ignoring eos, 3 tokens a turn) is sent [2 2] at step 2 while its first turn runs and [1]
+at step 6, and closed at step 9; s3 ([2 1], 2 tokens a turn) is sent [1 1 2] at step 3 and
+closed with it; r2 ([1 2], step 2) waits for a slot until step 7: a session between turns
+keeps its slot."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.strategies import SESSION_CONTINUED, SESSION_QUEUED, observe
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from schedcheck.invariants.violation import Violation
+
+TRACE = Path(__file__).resolve().parent.parent / "engine_subjects" / "vllm" / "session_trace.json"
+CHECKS = active(on=VLLM.policies_on)
+
+
+def recorded() -> EngineTrace:
+    return EngineTrace.from_dict(json.loads(TRACE.read_text()))
+
+
+def fired(trace: EngineTrace, check: str) -> list[Violation]:
+    return [v for v in check_engine(trace, CHECKS) if v.check == check]
+
+
+def test_a_session_s_turns_continue_from_its_context_less_each_last_token() -> None:
+    session = EngineRequest("s", (1, 2, 1), 3, True, 1, chunks=((2, (2, 2)), (6, (1,))))
+    w = EngineWorkload(EngineConfig(10, 2, 2, 4), (session,), 2)
+    first, second, third = w.turns(session)
+    assert first == w.turns(replace(session, chunks=()))[0]
+    # the second turn runs on the first's context, its output but the last token, the chunk
+    context = [1, 2, 1, *first[:-1], 2, 2]
+    expected = []
+    for _ in range(3):
+        expected.append(w.next_token([*context, *expected]))
+    assert second == tuple(expected)
+    assert len(third) == 3
+    assert w.alone(session) == (*first, *second, *third)
+    assert session.total == 3 + 2 + 1 + 3 * 3
+    assert w.max_model_len() == session.total
+
+
+def test_a_session_s_chunks_are_checked_and_round_trip() -> None:
+    config = EngineConfig(12, 2, 2, 4)
+    early = EngineRequest("s", (1,), 2, arrival=3, chunks=((2, (1,)),))
+    empty = EngineRequest("t", (1,), 2, chunks=((2, ()),))
+    closed = EngineRequest("u", (1,), 2, chunks=((4, (1,)),), close=3)
+    lone = EngineRequest("v", (1,), 2, close=3)
+    problems = EngineWorkload(config, (early, empty, closed, lone), 2).problems()
+    assert any("s's chunks [2] are not sent in order from step 3" in p for p in problems)
+    assert any("t has an empty chunk" in p for p in problems)
+    assert any("u is closed at step 3, before its last chunk" in p for p in problems)
+    assert any("v has a close at step 3 but no chunks" in p for p in problems)
+    good = EngineWorkload(config, (EngineRequest("s", (1,), 2, chunks=((2, (1, 2)),)),), 2)
+    assert good.problems() == []
+    assert good.requests[0].closed_at == 2
+    assert EngineWorkload.from_json(good.to_json()) == good
+
+
+def test_the_recorded_run_is_what_the_docstring_says_and_every_check_holds() -> None:
+    trace = recorded()
+    assert check_engine(trace, CHECKS) == []
+    w = trace.workload
+    assert trace.outputs == {r.name: w.alone(r) for r in w.requests}
+    s1 = w.requests[0]
+    assert len(trace.outputs["s1"]) == sum(len(t) for t in w.turns(s1)) == 9
+    assert next(s.step for s in trace.steps if any(x.name == "r2" for x in s.scheduled)) == 7
+    assert {SESSION_CONTINUED, SESSION_QUEUED} <= observe(trace)
+
+
+def test_e7_reads_every_turn_and_e1_a_position_past_max_model_len() -> None:
+    trace = recorded()
+    one_turn = {**trace.outputs, "s3": trace.outputs["s3"][:2]}
+    found = fired(replace(trace, outputs=one_turn), "E7")
+    assert found and "s3 produced [2, 2]" in found[0].message
+    # max_model_len below what s1 grows to: its later turns' positions are past it
+    short = replace(trace.workload, config=replace(trace.workload.config, max_model_len=8))
+    found = fired(replace(trace, workload=short), "E1")
+    assert found and "past max_model_len 8" in found[0].message

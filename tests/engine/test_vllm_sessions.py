@@ -1,0 +1,77 @@
+"""vLLM's streaming-input sessions (issue 50) on the installed release: a bounded search
+passes with sessions in every mode (no max_model_len cap below a session's growth: with one,
+the release livelocks, VLLM-14, whose replay fails where the ledger says) and reaches a
+session continued and a chunk sent while its turn runs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.search import search_engine
+from schedcheck.engine.strategies import SESSION_CONTINUED, SESSION_QUEUED
+from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+from schedcheck.engine.vllm.config import vllm_setup
+from schedcheck.engine.workload import EngineWorkload
+
+pytestmark = pytest.mark.vllm
+REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"
+FINDINGS = Path(__file__).resolve().parent.parent.parent / "findings"
+CHECKS = active(frozenset(), VLLM.policies_on)
+EVERY = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="sessions")
+
+
+@pytest.fixture(scope="module")
+def vllm() -> Iterator[LocalEngine]:
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get(REQUIRE):
+            pytest.fail(f"vLLM is not installed; {REQUIRE} is set, so these tests must run")
+        pytest.skip("vLLM is not installed (.ci/run installs it: .ci/vllm-requirements.txt)")
+    setup = vllm_setup(None, EVERY)
+    if not setup.sessions:
+        pytest.skip("this release has no streaming-input sessions (0.15 on)")
+    engine = LocalEngine(VLLM, setup)
+    yield engine
+    engine.stop()
+
+
+def test_sessions_pass_a_bounded_search_in_every_mode(vllm: LocalEngine) -> None:
+    setup = vllm.setup
+    # one session a workload: two between turns can hold the pool between them (VLLM-15)
+    features = replace(setup.features(VLLM.features), drafts=0, caps=False, sessions=1)
+    assert features.sessions and not features.connectors
+    found = search_engine(vllm, 600, CHECKS, True, features, setup.modes)
+    assert found.failure is None, found.failure[1].report()
+    for label in (SESSION_CONTINUED, SESSION_QUEUED):
+        assert found.reached[label], f"never reached: {label}"
+
+
+def test_vllm_14_livelocks_where_the_ledger_says(vllm: LocalEngine) -> None:
+    """findings/VLLM_14.json (docs/findings.md): r1's chunk grows its sequence past
+    max_model_len 2 while its turn has not ended: the running pass caps its next chunk at
+    max_model_len - num_computed_tokens - 1 (0) and skips it, every step; nothing finishes
+    it (vllm-project/vllm#42489, closed unfixed; PR #42502 open)."""
+    saved = EngineWorkload.from_json((FINDINGS / "VLLM_14.json").read_text())
+    trace = vllm.run(saved)
+    found = check_engine(trace, CHECKS)
+    assert found and found[0].check == "E5", found
+    assert "r1" in found[0].message
+
+
+def test_vllm_15_deadlocks_where_the_ledger_says(vllm: LocalEngine) -> None:
+    """findings/VLLM_15.json (docs/findings.md): r1 and r2, sessions of one block each in a
+    pool of two, each end a turn with a chunk queued: both wait with their blocks kept,
+    each needs one more, nothing runs to preempt, nothing frees (PR #49439, open)."""
+    saved = EngineWorkload.from_json((FINDINGS / "VLLM_15.json").read_text())
+    trace = vllm.run(saved)
+    found = check_engine(trace, CHECKS)
+    assert found and (found[0].check, found[0].step) == ("E5", 4), found
+    assert "the scheduler is stuck" in found[0].message
