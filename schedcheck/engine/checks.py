@@ -191,10 +191,17 @@ def check_e10(trace: EngineTrace) -> Iterator[Violation]:
     victim is always the tail of the running list (`self.running.pop()`) and goes back to the
     front of the waiting queue (`prepend_request`); under priority it is the running
     request with the largest (priority, arrival_time). Read off the running list after the
-    previous step and the statuses after this schedule()."""
+    previous step and the statuses after this schedule(). (A session's arrival_time is its
+    latest chunk's once applied, `_update_request_as_session`, which the trace does not
+    place: where a candidate is a session sent a chunk by then, the priority order is not
+    read.)"""
     order = {r.name: i for i, r in enumerate(sorted(trace.workload.requests, key=_arrival))}
     priority = {r.name: r.priority for r in trace.workload.requests}
+    chunked = {r.name: r.chunks[0][0] for r in trace.workload.requests if r.chunks}
+    priority_policy = trace.workload.config.policy == "priority"
     for step, _, running, victims, now in _preemptions(trace):
+        if priority_policy and any(chunked.get(n, step + 1) <= step for n in running):
+            continue
         problem = _victim_problem(trace, running, victims, now.waiting, order, priority)
         if problem is not None:
             yield Violation("E10", step, "schedule()", problem, tuple(victims))

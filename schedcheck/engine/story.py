@@ -41,6 +41,7 @@ __all__ = [
     "SAVE",
     "SAVED",
     "TOLD",
+    "WAIT",
     "Counters",
     "Event",
     "counters",
@@ -67,6 +68,7 @@ CHUNK, CLOSE, PAUSE, NEXT = (
     "turn done, waits for its client",
     "turn done, its next chunk waits to run",
 )
+WAIT = "lookup answered: not yet"
 LOAD, LOADED, SAVE, SAVED, TOLD, GARBAGE = (
     "load starts",
     "load done",
@@ -197,6 +199,9 @@ def _transfers(n: int, step: EngineStep, bs: int) -> list[Event]:
         blocks = sorted({t.table[p // bs] for p in t.moved if p // bs < len(t.table)})
         if t.kind == "finished":
             found.append(Event(n, TOLD, t.name, f"blocks {list(t.table)}"))
+            continue
+        if t.kind == "lookup":
+            found.append(Event(n, WAIT, t.name))
             continue
         kind = {("load", "start"): LOAD, ("load", "end"): LOADED, ("save", "start"): SAVE}
         what = kind.get((t.kind, t.phase), SAVED)

@@ -58,6 +58,7 @@ LOAD_FAILED = "failed KV load, policy {}"
 DELAYED_FREE = "blocks kept after their request finished, for its save"
 TRANSFER_ABORT = "abort of a request while its KV load or save runs"
 SAVE_PREEMPTION = "preemption while a save holds blocks"
+LOOKUP_WAIT = "a connector's lookup answered not yet, then a hit"
 SESSION_CONTINUED = "session continued by a chunk"
 SESSION_QUEUED = "session chunk sent while its turn still ran"
 SESSION_PREEMPTED = "session continued after a preemption"
@@ -103,6 +104,7 @@ def labels(
             ASYNC_LOAD,
             *(LOAD_FAILED.format(p) for p in features.load_failures),
             DELAYED_FREE,
+            LOOKUP_WAIT,
             *((TRANSFER_ABORT,) if features.aborts else ()),
             SAVE_PREEMPTION,
         )
@@ -303,6 +305,7 @@ def _connector(
                 else ()
             ),
             save=draw(st.sampled_from([0, 0, 1, 2, 3])),
+            lookup_wait=draw(st.sampled_from([0, 0, 0, 1, 2])),
         )
         for r in workload.requests
     )
@@ -449,8 +452,11 @@ def _transfers(trace: EngineTrace) -> set[str]:
             for n in before.after_postprocess.running
         )
     }
+    waited = {t.name for step in trace.steps for t in step.transfers if t.kind == "lookup"}
     for s in made:
         until = s.ended or len(trace.steps)
+        if s.start.kind == "load" and s.start.name in waited:
+            seen.add(LOOKUP_WAIT)
         if s.start.kind == "load":
             seen.add(EXTERNAL_HIT)
             if plans[s.start.name].load:

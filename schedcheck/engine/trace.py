@@ -134,7 +134,8 @@ class Transfer(NamedTuple):
       "start" when the request finished (`at`: during "schedule" or an abort before it, or
       during the "update"), "end" when the worker reported it done;
     - "finished": the scheduler told the connector the request finished, with `table`
-      (its `request_finished`): once per request, saved or not."""
+      (its `request_finished`): once per request, saved or not;
+    - "lookup", phase "wait": the connector answered a lookup of the request "not yet"."""
 
     name: str
     kind: str

@@ -189,6 +189,8 @@ def _request(r: EngineRequest) -> str:
         words.append(f"its load fails block(s) {list(r.load_fails)} (from the load's first)")
     if r.save:
         words.append(f"saved when it finishes, done {r.save} step(s) after")
+    if r.lookup_wait:
+        words.append(f"its first {r.lookup_wait} lookup(s) answered not yet")
     if r.session:
         sent = ", ".join(f"{list(c)} at step {s}" for s, c in r.chunks)
         words.append(f"a session: chunks {sent}; closed at step {r.closed_at}")

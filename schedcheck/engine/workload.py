@@ -109,6 +109,9 @@ class EngineRequest:
     load: int = 0
     load_fails: tuple[int, ...] = ()
     save: int = 0
+    # the lookups of it the connector answers "not yet" (it needs more time to know its
+    # hit: vLLM's None) before it answers
+    lookup_wait: int = 0
     # A streaming-input session (issue 50): the continuation chunks its client sends under
     # the same request, each (the step it is sent at, its tokens), every turn asking
     # max_tokens; and the step its client closes it at (0: with its last chunk). A request
@@ -408,13 +411,19 @@ class EngineWorkload:
             found.append(
                 f"load_failure {self.load_failure!r} is none of {', '.join(LOAD_FAILURES)}"
             )
-        uses = bool(self.stored) or any(r.load or r.load_fails or r.save for r in self.requests)
+        uses = bool(self.stored) or any(
+            r.load or r.load_fails or r.save or r.lookup_wait for r in self.requests
+        )
         if uses and not self.connector:
             found.append("stored prefixes, loads or saves without a connector")
         found.extend(
             f"{r.name}'s {field} {value} is not a count of steps from 0 to 8"
             for r in self.requests
-            for field, value in (("load", r.load), ("save", r.save))
+            for field, value in (
+                ("load", r.load),
+                ("save", r.save),
+                ("lookup_wait", r.lookup_wait),
+            )
             if not 0 <= value <= 8
         )
         found.extend(
@@ -451,6 +460,7 @@ class EngineWorkload:
                 int(r.get("load", 0)),
                 tuple(map(int, r.get("load_fails", ()))),
                 int(r.get("save", 0)),
+                int(r.get("lookup_wait", 0)),
                 tuple((int(s), tuple(map(int, c))) for s, c in r.get("chunks", ())),
                 int(r.get("close", 0)),
             )

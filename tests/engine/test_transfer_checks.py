@@ -226,6 +226,9 @@ def test_a_workload_s_connector_fields_are_checked_and_round_trip() -> None:
     assert any("load_failure 'retry'" in p for p in problems)
     good = replace(base, connector="simulated", stored=((1, 2),))
     assert good.problems() == []
+    waits = replace(good, requests=(replace(good.requests[0], lookup_wait=9),))
+    assert any("r1's lookup_wait 9 is not a count of steps" in p for p in waits.problems())
+    good = replace(good, requests=(replace(good.requests[0], lookup_wait=2),))
     assert EngineWorkload.from_json(good.to_json()) == good
 
 

@@ -22,6 +22,7 @@ from schedcheck.engine.strategies import (
     DELAYED_FREE,
     EXTERNAL_HIT,
     LOAD_FAILED,
+    LOOKUP_WAIT,
     SAVE_PREEMPTION,
     TRANSFER_ABORT,
 )
@@ -59,7 +60,7 @@ def test_the_connector_passes_a_bounded_search_under_the_fail_policy(vllm: Local
     assert features.connectors == ("simulated",)
     found = search_engine(vllm, 600, CHECKS, True, features, setup.modes)
     assert found.failure is None, found.failure[1].report()
-    for label in (EXTERNAL_HIT, ASYNC_LOAD, LOAD_FAILED.format("fail"), DELAYED_FREE):
+    for label in (EXTERNAL_HIT, ASYNC_LOAD, LOAD_FAILED.format("fail"), DELAYED_FREE, LOOKUP_WAIT):
         assert found.reached[label], f"never reached: {label}"
     assert found.reached[TRANSFER_ABORT] or found.reached[SAVE_PREEMPTION]
 

@@ -75,3 +75,22 @@ def test_vllm_15_deadlocks_where_the_ledger_says(vllm: LocalEngine) -> None:
     found = check_engine(trace, CHECKS)
     assert found and (found[0].check, found[0].step) == ("E5", 4), found
     assert "the scheduler is stuck" in found[0].message
+
+
+def test_a_session_s_arrival_time_is_its_latest_chunk_s_under_the_priority_policy(
+    vllm: LocalEngine,
+) -> None:
+    """tests/engine_subjects/vllm/session_priority.json (a counterexample E10 gave before
+    it knew this, saved): under the priority policy r1 and r2 (priority 2) are sessions,
+    each sent a chunk at step 1, and r1 is preempted. vLLM compares their arrival_time,
+    which becomes a session's latest chunk's once applied (`_update_request_as_session`),
+    not the workload's arrival. E10 does not read the priority order where a candidate is
+    a session sent a chunk (the trace does not place when it applied): quiet here."""
+    subjects = Path(__file__).resolve().parent.parent / "engine_subjects" / "vllm"
+    saved = EngineWorkload.from_json((subjects / "session_priority.json").read_text())
+    trace = vllm.run(saved)
+    assert check_engine(trace, CHECKS) == []
+    assert any(
+        s.after_schedule.status.get("r1") == "WAITING" and not s.after_schedule.tables["r1"]
+        for s in trace.steps
+    )  # r1 was preempted

@@ -298,6 +298,7 @@ class Build:
                     "stored": [list(p) for p in workload.stored],
                     "loads": {r.name: r.load for r in workload.requests},
                     "saves": {r.name: r.save for r in workload.requests},
+                    "waits": {r.name: r.lookup_wait for r in workload.requests},
                     "block_size": workload.config.block_size,
                 }
             },

@@ -7,7 +7,8 @@ workload's store and plans in `kv_connector_extra_config["schedcheck"]`.
 
 What it answers, as a connector may (the interface's docstrings):
 - `get_num_new_matched_tokens`: the store's hit past the locally computed tokens, loaded
-  asynchronously where the request's plan says so (`load` > 0);
+  asynchronously where the request's plan says so (`load` > 0); "not yet" (`None`) for the
+  plan's first `lookup_wait` lookups of it;
 - `update_state_after_alloc`: a load of those tokens into the blocks vLLM gave, started;
 - `build_connector_meta`: the transfers started since the last step, for the worker (the
   simulated runner reads them there, as vLLM's workers do);
@@ -51,6 +52,7 @@ class SchedcheckConnector(KVConnectorBase_V1):  # type: ignore[misc]
         self.store = Store(config["stored"])
         self.loads: dict[str, int] = dict(config["loads"])  # steps an async load takes
         self.saves: dict[str, int] = dict(config["saves"])
+        self.waits: dict[str, int] = dict(config.get("waits", {}))  # lookups answered "not yet"
         self.block_size = int(config["block_size"])
         self.local: dict[str, int] = {}  # what was computed locally at the last lookup
         self.loading: set[str] = set()  # requests whose asynchronous load is in flight
@@ -63,6 +65,10 @@ class SchedcheckConnector(KVConnectorBase_V1):  # type: ignore[misc]
         self, request: Any, num_computed_tokens: int
     ) -> tuple[int | None, bool]:
         name = str(request.request_id)
+        if self.waits.get(name, 0) > 0:  # it needs more time to know the hit: ask again
+            self.waits[name] -= 1
+            self.events.append(Transfer(name, "lookup", "wait", (), 0, ()))
+            return None, False
         asynchronous = self.loads.get(name, 0) > 0
         prompt = [int(t) for t in request.prompt_token_ids]
         hit = self.store.hit(prompt, int(num_computed_tokens), asynchronous)

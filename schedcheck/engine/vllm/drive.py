@@ -277,12 +277,14 @@ class VllmDriver:
 
     def transferring(self) -> bool:
         """A transfer still runs, or the worker's report of one's end is on its way to the
-        scheduler, or was just given it (which changes what it schedules next, not the
-        pool)."""
+        scheduler, or was just given it, or the connector answered a lookup "not yet" this
+        step (each changes what it schedules next, not the pool)."""
         if self.worker is None:
             return False
         told = any(b.report for b in self.queue)
-        return self.worker.busy or told or self.delivered
+        last = self.run.steps[-1].transfers if self.run.steps else ()
+        waited = any(t.kind == "lookup" for t in last)
+        return self.worker.busy or told or self.delivered or waited
 
     def lost(self) -> list[str]:
         return self.unfinished()
