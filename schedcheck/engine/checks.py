@@ -42,7 +42,7 @@ from schedcheck.engine.trace import (
     Progress,
     Scheduled,
 )
-from schedcheck.engine.transfers import check_e18, check_e19
+from schedcheck.engine.transfers import check_e18, check_e19, spans
 from schedcheck.engine.workload import EOS, EngineRequest
 from schedcheck.invariants.violation import Violation
 
@@ -199,10 +199,15 @@ def check_e10(trace: EngineTrace) -> Iterator[Violation]:
     priority = {r.name: r.priority for r in trace.workload.requests}
     chunked = {r.name: r.chunks[0][0] for r in trace.workload.requests if r.chunks}
     priority_policy = trace.workload.config.policy == "priority"
+    loads = [s for s in spans(trace) if s.start.kind == "load"]
     for step, _, running, victims, now in _preemptions(trace):
         if priority_policy and any(chunked.get(n, step + 1) <= step for n in running):
             continue
-        problem = _victim_problem(trace, running, victims, now.waiting, order, priority)
+        # a request whose load is in flight waits in a queue of its own, read first (0.2x's
+        # skipped_waiting): the victims go to the front of the rest
+        loading = {s.start.name for s in loads if s.started <= step <= (s.ended or step) + 1}
+        waiting = tuple(n for n in now.waiting if n not in loading)
+        problem = _victim_problem(trace, running, victims, waiting, order, priority)
         if problem is not None:
             yield Violation("E10", step, "schedule()", problem, tuple(victims))
             return  # the first wrong preemption tells the story

@@ -20,7 +20,7 @@ from schedcheck.engine.trace import UNDRIVABLE, EngineFailure, EngineStep, Engin
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineRequest, EngineWorkload
 
-__all__ = ["Driver", "Run", "Stop", "bound"]
+__all__ = ["Driver", "PlainDriver", "Run", "Stop", "bound"]
 
 _T = TypeVar("_T")
 
@@ -95,6 +95,20 @@ class Driver(Protocol):
         ...
 
     def outputs(self) -> dict[str, tuple[int, ...]]: ...
+
+
+class PlainDriver:
+    """What the driver of an engine whose workloads draw no streaming-input sessions and no
+    KV transfers says of them (its adapter's Features have neither)."""
+
+    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
+        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
+
+    def close_session(self, request: EngineRequest) -> None:
+        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
+
+    def transferring(self) -> bool:
+        return False  # no transfers outside the scheduler
 
 
 class Run:

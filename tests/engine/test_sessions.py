@@ -11,27 +11,18 @@ keeps its slot."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from pathlib import Path
 
-from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.checks import check_engine
 from schedcheck.engine.strategies import SESSION_CONTINUED, SESSION_QUEUED, observe
 from schedcheck.engine.trace import EngineTrace
-from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from schedcheck.invariants.violation import Violation
-
-TRACE = Path(__file__).resolve().parent.parent / "engine_subjects" / "vllm" / "session_trace.json"
-CHECKS = active(on=VLLM.policies_on)
+from tests.engine.recorded_runs import CHECKS, fired
+from tests.engine.recorded_runs import recorded as recorded_run
 
 
 def recorded() -> EngineTrace:
-    return EngineTrace.from_dict(json.loads(TRACE.read_text()))
-
-
-def fired(trace: EngineTrace, check: str) -> list[Violation]:
-    return [v for v in check_engine(trace, CHECKS) if v.check == check]
+    return recorded_run("session_trace.json")
 
 
 def test_a_session_s_turns_continue_from_its_context_less_each_last_token() -> None:

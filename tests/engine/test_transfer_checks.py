@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
-from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.checks import check_engine
 from schedcheck.engine.store import Store, Worker, garbage
 from schedcheck.engine.strategies import (
     ASYNC_LOAD,
@@ -31,26 +30,13 @@ from schedcheck.engine.strategies import (
 )
 from schedcheck.engine.trace import EngineStep, EngineTrace, Transfer
 from schedcheck.engine.transfers import spans
-from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from schedcheck.invariants.violation import Violation
-
-TRACE = Path(__file__).resolve().parent.parent / "engine_subjects" / "vllm" / "connector_trace.json"
-CHECKS = active(on=VLLM.policies_on)
+from tests.engine.recorded_runs import CHECKS, at, fired
+from tests.engine.recorded_runs import recorded as recorded_run
 
 
 def recorded() -> EngineTrace:
-    return EngineTrace.from_dict(json.loads(TRACE.read_text()))
-
-
-def fired(trace: EngineTrace, check: str) -> list[Violation]:
-    return [v for v in check_engine(trace, CHECKS) if v.check == check]
-
-
-def at(trace: EngineTrace, step: int, change: object) -> EngineTrace:
-    steps = list(trace.steps)
-    steps[step - 1] = change(steps[step - 1])  # type: ignore[operator]
-    return replace(trace, steps=tuple(steps))
+    return recorded_run("connector_trace.json")
 
 
 def transfers(step: EngineStep, keep: object) -> EngineStep:

@@ -6,8 +6,6 @@ refused by a release without a connector by module path, and warmed up only when
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -29,9 +27,9 @@ from schedcheck.engine.strategies import (
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.workload import EngineWorkload
+from tests.engine.vllm_engine import local_vllm
 
 pytestmark = pytest.mark.vllm
-REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"
 FINDINGS = Path(__file__).resolve().parent.parent.parent / "findings"
 CHECKS = active(frozenset(), VLLM.policies_on)
 EVERY = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="connector")
@@ -39,16 +37,9 @@ EVERY = argparse.Namespace(async_scheduling=None, runner=None, modes="all", feat
 
 @pytest.fixture(scope="module")
 def vllm() -> Iterator[LocalEngine]:
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get(REQUIRE):
-            pytest.fail(f"vLLM is not installed; {REQUIRE} is set, so these tests must run")
-        pytest.skip("vLLM is not installed (.ci/run installs it: .ci/vllm-requirements.txt)")
-    setup = vllm_setup(None, EVERY)
-    if not setup.connectors:
-        pytest.skip("this release registers no KV connector by module path")
-    engine = LocalEngine(VLLM, setup)
-    yield engine
-    engine.stop()
+    yield from local_vllm(
+        EVERY, lambda s: bool(s.connectors), "this release registers no KV connector by module path"
+    )
 
 
 def test_the_connector_passes_a_bounded_search_under_the_fail_policy(vllm: LocalEngine) -> None:

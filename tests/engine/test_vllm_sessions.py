@@ -6,8 +6,6 @@ session continued and a chunk sent while its turn runs."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,11 +17,17 @@ from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.strategies import SESSION_CONTINUED, SESSION_QUEUED
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
-from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.workload import EngineWorkload
+from tests.engine.vllm_engine import local_vllm
+
+
+def release_version() -> str:
+    import vllm
+
+    return str(vllm.__version__)
+
 
 pytestmark = pytest.mark.vllm
-REQUIRE = "SCHEDCHECK_REQUIRE_VLLM"
 FINDINGS = Path(__file__).resolve().parent.parent.parent / "findings"
 CHECKS = active(frozenset(), VLLM.policies_on)
 EVERY = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="sessions")
@@ -31,16 +35,9 @@ EVERY = argparse.Namespace(async_scheduling=None, runner=None, modes="all", feat
 
 @pytest.fixture(scope="module")
 def vllm() -> Iterator[LocalEngine]:
-    if importlib.util.find_spec("vllm") is None:
-        if os.environ.get(REQUIRE):
-            pytest.fail(f"vLLM is not installed; {REQUIRE} is set, so these tests must run")
-        pytest.skip("vLLM is not installed (.ci/run installs it: .ci/vllm-requirements.txt)")
-    setup = vllm_setup(None, EVERY)
-    if not setup.sessions:
-        pytest.skip("this release has no streaming-input sessions (0.15 on)")
-    engine = LocalEngine(VLLM, setup)
-    yield engine
-    engine.stop()
+    yield from local_vllm(
+        EVERY, lambda s: s.sessions, "this release has no streaming-input sessions (0.15 on)"
+    )
 
 
 def test_sessions_pass_a_bounded_search_in_every_mode(vllm: LocalEngine) -> None:
@@ -94,3 +91,19 @@ def test_a_session_s_arrival_time_is_its_latest_chunk_s_under_the_priority_polic
         s.after_schedule.status.get("r1") == "WAITING" and not s.after_schedule.tables["r1"]
         for s in trace.steps
     )  # r1 was preempted
+
+
+def test_vllm_16_is_found_where_the_ledger_says(vllm: LocalEngine) -> None:
+    """findings/VLLM_16.json (docs/findings.md): under async scheduling with the v1 runner a
+    session's block hashes outlive the token its chunk replaced: block 1 stays cached as
+    [1 2] holding [1 1]'s KV (vllm-project/vllm#49377). 0.25.0 fails it; 0.33.0 passes;
+    0.34.0 has no async-v1 mode to replay it in."""
+    saved = EngineWorkload.from_json((FINDINGS / "VLLM_16.json").read_text())
+    if saved.config.mode not in vllm.setup.modes:
+        pytest.skip(f"this release has no mode {saved.config.mode}")
+    found = check_engine(vllm.run(saved), CHECKS)
+    release = tuple(int(x) for x in release_version().split(".")[:2])
+    if release < (0, 32):
+        assert found and (found[0].check, found[0].step) == ("E2", 3), found
+    else:
+        assert found == [], found

@@ -20,7 +20,7 @@ from schedcheck.engine.nanovllm import copyout
 from schedcheck.engine.nanovllm.config import ranks
 from schedcheck.engine.nanovllm.loader import Config, ConfigUnset, Engine
 from schedcheck.engine.nanovllm.runners import RUNNERS
-from schedcheck.engine.run import Run, Stop
+from schedcheck.engine.run import PlainDriver, Run, Stop
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
     UNDRIVABLE,
@@ -103,7 +103,7 @@ def traits_of(setup: EngineSetup) -> Traits:
     return Traits(RUNNERS[setup.runner])
 
 
-class NanoDriver:
+class NanoDriver(PlainDriver):
     """One run of a nano-vllm engine, its steps as its LLMEngine.step() takes them."""
 
     undrivable: tuple[type[BaseException], ...] = (ConfigUnset,)  # a Config value to give
@@ -172,15 +172,6 @@ class NanoDriver:
 
     def lost(self) -> list[str]:
         return []  # is_finished() reads its queues: a sequence lost from both is E7's to tell
-
-    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
-        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
-
-    def close_session(self, request: EngineRequest) -> None:
-        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
-
-    def transferring(self) -> bool:
-        return False  # no transfers outside the scheduler
 
     def unfinished(self) -> list[str]:
         statuses = self.run.read(

@@ -19,7 +19,7 @@ from schedcheck.engine.nanovllm.config import NOT_RUN
 from schedcheck.engine.nanovllm.drive import sampling_params
 from schedcheck.engine.nanovllm.generate import GenerateLoop, Returned, calls_is_finished
 from schedcheck.engine.nanovllm.runners import OWN
-from schedcheck.engine.run import Run, Stop
+from schedcheck.engine.run import PlainDriver, Run, Stop
 from schedcheck.engine.trace import UNDRIVABLE, EngineFailure, EngineStep, EngineTrace, Pool
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineRequest, EngineWorkload
@@ -47,7 +47,7 @@ def run_own_step(
         driver.close()
 
 
-class OwnStepDriver:
+class OwnStepDriver(PlainDriver):
     """One run of a fork's own LLMEngine."""
 
     undrivable: tuple[type[BaseException], ...] = (Unbuilt, Returned)
@@ -117,15 +117,6 @@ class OwnStepDriver:
 
     def lost(self) -> list[str]:
         return []
-
-    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
-        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
-
-    def close_session(self, request: EngineRequest) -> None:
-        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
-
-    def transferring(self) -> bool:
-        return False  # no transfers outside the scheduler
 
     def unfinished(self) -> list[str]:
         statuses = self.run.read(

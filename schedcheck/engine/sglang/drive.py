@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from schedcheck.engine.run import Run, Stop
+from schedcheck.engine.run import PlainDriver, Run, Stop
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.sglang.build import Build
 from schedcheck.engine.sglang.pools import PageMismatch, Reader
@@ -107,7 +107,7 @@ def rid(name: str) -> str:
     return f"{name}."
 
 
-class SglangDriver:
+class SglangDriver(PlainDriver):
     """One run of SGLang's scheduler, a step being one pass of its event loop's body."""
 
     undrivable: tuple[type[BaseException], ...] = ()
@@ -181,15 +181,6 @@ class SglangDriver:
 
     def lost(self) -> list[str]:
         return self.unfinished()
-
-    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
-        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
-
-    def close_session(self, request: EngineRequest) -> None:
-        raise NotImplementedError("no streaming-input sessions are drawn for this engine")
-
-    def transferring(self) -> bool:
-        return False  # no transfers outside the scheduler
 
     def unfinished(self) -> list[str]:
         return [n for n in self.added if n not in self.done]
