@@ -203,11 +203,12 @@ def check_e10(trace: EngineTrace) -> Iterator[Violation]:
     for step, _, running, victims, now in _preemptions(trace):
         if priority_policy and any(chunked.get(n, step + 1) <= step for n in running):
             continue
-        # a request whose load is in flight waits in a queue of its own, read first (0.2x's
-        # skipped_waiting): the victims go to the front of the rest
+        # a request whose load is in flight, or one skipped before, waits in a queue of its
+        # own, taken first (0.2x's skipped_waiting): the victims go to the front of the rest
         loading = {s.start.name for s in loads if s.started <= step <= (s.ended or step) + 1}
-        waiting = tuple(n for n in now.waiting if n not in loading)
-        problem = _victim_problem(trace, running, victims, waiting, order, priority)
+        aside = loading | set(now.aside)
+        waiting = tuple(n for n in now.waiting if n not in aside)
+        problem = _victim_problem(trace, running, victims, waiting, order, priority, aside)
         if problem is not None:
             yield Violation("E10", step, "schedule()", problem, tuple(victims))
             return  # the first wrong preemption tells the story
@@ -238,7 +239,10 @@ def _victim_problem(
     waiting: tuple[str, ...],
     order: dict[str, int],
     priority: dict[str, int],
+    aside: set[str] | None = None,
 ) -> str | None:
+    """`aside`: requests waiting in a queue of their own (a load in flight), in no order
+    E10 reads: a victim admitted into one again in the same schedule() is not requeued."""
     if not victims:
         return None
     k = len(victims)
@@ -257,7 +261,8 @@ def _victim_problem(
             f"preempted {', '.join(victims)} of the running list {running}: fcfs preempts "
             f"from its tail, {', '.join(running[-k:])}"
         )
-    if tuple(waiting[:k]) != tuple(victims):
+    queued = [v for v in victims if v not in (aside or set())]
+    if tuple(waiting[: len(queued)]) != tuple(queued):
         return (
             f"preempted {', '.join(victims)}, which must go back to the front of the "
             f"waiting queue, but it is {list(waiting)}"

@@ -109,6 +109,9 @@ class Pool(NamedTuple):
     # reference each (vLLM's deferred_frees, with a KV connector that loads and overlapped
     # steps): held by no request, free once that step is done
     deferred: tuple[int, ...] = ()
+    # the waiting requests in a queue of their own, taken first (vLLM 0.20 to 0.30's
+    # skipped_waiting: a request waiting for remote KV, say): listed in `waiting` too
+    aside: tuple[str, ...] = ()
 
 
 class DraftStats(NamedTuple):
@@ -223,6 +226,7 @@ class EngineTrace:
                     "waiting": list(p.waiting),
                     "progress": [list(e) for e in p.progress],
                     **({"deferred": list(p.deferred)} if p.deferred else {}),
+                    **({"aside": list(p.aside)} if p.aside else {}),
                 }
             )
 
@@ -284,6 +288,7 @@ class EngineTrace:
                 tuple(map(str, p.get("waiting", ()))),
                 tuple(_progress(e) for e in p.get("progress", ())),
                 tup(p.get("deferred")) or (),
+                tuple(map(str, p.get("aside", ()))),
             )
 
         steps = []

@@ -80,3 +80,20 @@ def test_features_connector_is_warmed_up_only_when_drawn(vllm: LocalEngine) -> N
     none = argparse.Namespace(async_scheduling=None, runner=None, modes=None, features="spec")
     assert vllm_setup(None, none).connectors == ()
     assert vllm_setup(None, EVERY).connectors == ("simulated",)
+
+
+def test_vllm_17_is_found_where_the_ledger_says(vllm: LocalEngine) -> None:
+    """findings/VLLM_17.json (docs/findings.md): under the priority policy 0.2x's waiting
+    pass stops at a preempted request it cannot allocate for, before the request whose
+    load is done (vllm-project/vllm#45388, #45406). 0.25.0 fails it; 0.33.0 passes; 0.34.0
+    has no async-v1 mode to replay it in."""
+    import vllm as release
+
+    saved = EngineWorkload.from_json((FINDINGS / "VLLM_17.json").read_text())
+    if saved.config.mode not in vllm.setup.modes:
+        pytest.skip(f"this release has no mode {saved.config.mode}")
+    found = check_engine(vllm.run(saved), CHECKS)
+    if tuple(int(x) for x in release.__version__.split(".")[:2]) < (0, 31):
+        assert found and (found[0].check, found[0].step) == ("E5", 8), found
+    else:
+        assert found == [], found

@@ -610,6 +610,7 @@ class VllmDriver:
                 for _, blocks in getattr(self.scheduler, "deferred_frees", ())
                 for b in blocks
             ),
+            tuple(str(r.request_id) for r in getattr(self.scheduler, "skipped_waiting", ()) or ()),
         )
 
     @staticmethod
