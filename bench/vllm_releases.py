@@ -73,11 +73,11 @@ TIMEOUT = 1800  # seconds for one `schedcheck engine` run; past it the run count
 
 
 def check_release(
-    release: str, examples: int, saved: Path, options: list[str]
-) -> dict[str, object]:
+    release: str, examples: int, saved: Path, searches: list[list[str]]
+) -> list[dict[str, object]]:
+    """One row per search (its options: --features, --modes) of `release`, installed once."""
     folder = Path(tempfile.mkdtemp(prefix=f"schedcheck-vllm-{release}-"))
     venv = folder / "venv"
-    row: dict[str, object] = {"release": release, "options": options}
     try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         python = str(venv / "bin" / "python")
@@ -88,48 +88,65 @@ def check_release(
         ):
             done = sh(venv, *step)
             if done.returncode:
-                row.update(verdict="not installed", lines=done.stderr.strip().splitlines()[-5:])
-                return row
-        row["install_s"] = round(time.monotonic() - start)
-        added: list[str] = []
-        off: list[str] = []
-        runs: list[dict[str, object]] = []
-        while True:
-            done = engine(venv, python, examples, saved / release, off, added, options)
-            lines = done.stdout.strip().splitlines()
-            failure = [x for x in lines if x.startswith(("FAIL", "E"))][:2]
-            runs.append(
-                {
-                    "off": list(off),
-                    "exit": done.returncode,
-                    "verdict": VERDICTS.get(done.returncode, f"exit {done.returncode}"),
-                    "reached": next((x for x in lines if " workloads in " in x), ""),
-                    "failure": failure or done.stderr.strip().splitlines()[-3:],
-                }
-            )
-            row.setdefault(
-                "modes", [x for x in lines if x.startswith(("async:", "runner:", "modes:"))]
-            )
-            row.setdefault(
-                "drafters", [x for x in lines if x.startswith(("features:", "trial runs:"))]
-            )
-            check = failure[0].rsplit(": ", 1)[-1] if failure else ""
-            if done.returncode:  # the whole report, beside the saved workload, to read
-                report = saved / release / f"run{len(runs)}-{check or done.returncode}.txt"
-                report.parent.mkdir(parents=True, exist_ok=True)
-                report.write_text(done.stdout + done.stderr)
-            if done.returncode != 1 or check not in POLICIES or len(off) == 2:
-                break
-            off.append(check)  # a policy failed: what else is there with it off
-        row.update(
-            runs=runs,
-            added=added,
-            verdict=runs[0]["verdict"],
-            saved=sorted(str(p) for p in (saved / release).glob("*.json")),
-        )
-        return row
+                said = done.stderr.strip().splitlines()[-5:]
+                return [
+                    {"release": release, "options": o, "verdict": "not installed", "lines": said}
+                    for o in searches
+                ]
+        installed = round(time.monotonic() - start)
+        rows = []
+        for options in searches:
+            row = search(release, examples, saved / key(options), venv, python, options)
+            rows.append({"install_s": installed, **row})
+        return rows
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def key(options: list[str]) -> str:
+    """A folder name for a search's options: `features=connector,modes=all`; `default`."""
+    return ",".join(o.removeprefix("--") for o in options) or "default"
+
+
+def search(
+    release: str, examples: int, saved: Path, venv: Path, python: str, options: list[str]
+) -> dict[str, object]:
+    """`schedcheck engine` on the installed release; a policy's failure is rerun with that
+    check off (twice at most), to see what is behind it."""
+    row: dict[str, object] = {"release": release, "options": options}
+    added: list[str] = []
+    off: list[str] = []
+    runs: list[dict[str, object]] = []
+    while True:
+        done = engine(venv, python, examples, saved / release, off, added, options)
+        lines = done.stdout.strip().splitlines()
+        failure = [x for x in lines if x.startswith(("FAIL", "E"))][:2]
+        runs.append(
+            {
+                "off": list(off),
+                "exit": done.returncode,
+                "verdict": VERDICTS.get(done.returncode, f"exit {done.returncode}"),
+                "reached": next((x for x in lines if " workloads in " in x), ""),
+                "failure": failure or done.stderr.strip().splitlines()[-3:],
+            }
+        )
+        row.setdefault("modes", [x for x in lines if x.startswith(("async:", "runner:", "modes:"))])
+        row.setdefault("drafters", [x for x in lines if x.startswith(("features:", "trial runs:"))])
+        check = failure[0].rsplit(": ", 1)[-1] if failure else ""
+        if done.returncode:  # the whole report, beside the saved workload, to read
+            report = saved / release / f"run{len(runs)}-{check or done.returncode}.txt"
+            report.parent.mkdir(parents=True, exist_ok=True)
+            report.write_text(done.stdout + done.stderr)
+        if done.returncode != 1 or check not in POLICIES or len(off) == 2:
+            break
+        off.append(check)  # a policy failed: what else is there with it off
+    row.update(
+        runs=runs,
+        added=added,
+        verdict=runs[0]["verdict"],
+        saved=sorted(str(p) for p in (saved / release).glob("*.json")),
+    )
+    return row
 
 
 VERDICTS = {0: "PASS", 1: "FAIL", 2: "cannot be driven", 3: "schedcheck's fault", 124: "timed out"}
@@ -181,9 +198,11 @@ def engine(
 def table(rows: list[dict[str, Any]]) -> str:
     """The rows as docs/engines.md's table, less the column a person writes: the scenario
     read in vLLM's code and the upstream issue or fix that matches it."""
+    searched = len({key(row.get("options", [])) for row in rows}) > 1
     lines = [
-        "| release | modes | verdict | first failure | then, with it off |",
-        "|---|---|---|---|---|",
+        "| release |" + (" search |" if searched else "") + " modes | verdict | first failure |"
+        " then, with it off |",
+        "|---|---|---|---|---|" + ("---|" if searched else ""),
     ]
     for row in rows:
         said_modes = [str(m).split(" (")[0] for m in row.get("modes", [])]
@@ -199,8 +218,9 @@ def table(rows: list[dict[str, Any]]) -> str:
             "PASS" if run.get("verdict") == "PASS" else str((run.get("failure") or [""])[-1])[:140]
             for run in row.get("runs") or [row]
         ]
+        search = f" {key(row.get('options', []))} |" if searched else ""
         lines.append(
-            f"| {row['release']} | {modes} | {row.get('verdict')} | {said[0]} | "
+            f"| {row['release']} |{search} {modes} | {row.get('verdict')} | {said[0]} | "
             f"{'; '.join(said[1:]) or '-'} |"
         )
     return "\n".join(lines)
@@ -210,7 +230,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.vllm_releases")
     parser.add_argument("releases", nargs="*", help="default: every release from 0.11")
     parser.add_argument("--examples", type=int, default=1000)
-    parser.add_argument("--features", help="passed to `schedcheck engine` (e.g. spec)")
+    parser.add_argument(
+        "--features",
+        action="append",
+        help="passed to `schedcheck engine` (e.g. spec); given twice, two searches of one install",
+    )
     parser.add_argument("--modes", choices=("default", "all"), help="passed likewise")
     parser.add_argument("--out", default="vllm-releases.jsonl")
     parser.add_argument("--table", action="store_true", help="print FILE's rows as a table")
@@ -219,16 +243,18 @@ def main() -> None:
     if args.table:
         print(table([json.loads(x) for x in out.read_text().splitlines()]))
         return
-    rows = out.read_text().splitlines() if out.exists() else []
-    done = {json.loads(x)["release"] for x in rows}
-    options = [f"--{k}={v}" for k, v in (("features", args.features), ("modes", args.modes)) if v]
+    rows = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+    done = {(row["release"], key(row["options"])) for row in rows}
+    modes = [f"--modes={args.modes}"] if args.modes else []
+    searches = [[f"--features={f}", *modes] for f in args.features or []] or [modes]
     for release in args.releases or registry_releases():
-        if release in done:
+        left = [o for o in searches if (release, key(o)) not in done]
+        if not left:
             continue
-        row = check_release(release, args.examples, out.parent / "vllm-failures", options)
-        with out.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        print(json.dumps(row), flush=True)
+        for row in check_release(release, args.examples, out.parent / "vllm-failures", left):
+            with out.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
