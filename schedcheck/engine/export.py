@@ -88,6 +88,9 @@ class Rendered:
     # its calls drive speculative decoding: the drafts of DRAFTS, verified by verify() (a
     # workload with drafts is not exported where they do not)
     spec: bool = False
+    # def send(engine, requests, name, chunk): a session's client sends its next chunk of
+    # input (tokens), or closes it (None) ("": no session is exported for this engine)
+    send_body: str = ""
 
 
 def model_table(
@@ -98,12 +101,13 @@ def model_table(
     computes)."""
     prefixes = set(computed)
     for r in workload.requests:
-        tokens = (*r.prompt, *workload.alone(r))
-        for k in range(len(r.prompt), len(tokens)):
-            prefixes.add(tokens[:k])
-            # with drafts, the positions verified after each (speculative decoding)
-            drafts = workload.propose(tokens[:k])
-            prefixes.update((*tokens[:k], *drafts[:i]) for i in range(1, len(drafts) + 1))
+        for context, out in workload.histories(r):  # a session's: each turn's
+            tokens = (*context, *out)
+            for k in range(len(context), len(tokens)):
+                prefixes.add(tokens[:k])
+                # with drafts, the positions verified after each (speculative decoding)
+                drafts = workload.propose(tokens[:k])
+                prefixes.update((*tokens[:k], *drafts[:i]) for i in range(1, len(drafts) + 1))
     return {p: workload.next_token(p) for p in sorted(prefixes, key=_shortest)}
 
 
@@ -120,8 +124,9 @@ def draft_table(trace: EngineTrace) -> dict[tuple[int, ...], tuple[int, ...]]:
                 tuple(after.tokens[s.name]) for s in step.scheduled if s.name in after.tokens
             )
     for r in w.requests:
-        tokens = (*r.prompt, *w.alone(r))
-        seen.update(tokens[:k] for k in range(len(r.prompt) + 1, len(tokens) + 1))
+        for context, out in w.histories(r):  # a session's: each turn's
+            tokens = (*context, *out)
+            seen.update(tokens[:k] for k in range(len(context) + 1, len(tokens) + 1))
     return {p: w.propose(p) for p in sorted(seen, key=_shortest)}
 
 
@@ -217,6 +222,10 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
         raise ValueError("the workload drafts tokens, which this engine's test does not drive")
     if w.resets and not rendered.reset_body:
         raise ValueError("the workload clears the prefix cache, which this engine's test cannot")
+    if any(r.session for r in w.requests) and not rendered.send_body:
+        raise ValueError(
+            "the workload streams input to a session, which this engine's test cannot"
+        )
     if w.connector:  # issue 50: the export of a connector's run is still to come
         raise ValueError(
             "the workload runs a KV connector, which no exported test drives yet (its replay "
@@ -263,6 +272,13 @@ def _requests(w: EngineWorkload) -> list[str]:
         if r.abort:
             aborts.setdefault(r.abort, []).append(repr(r.name))
     lines = [_literal("ARRIVALS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(arrivals.items())])]
+    sent = _sent(w)
+    if sent:
+        lines.append(
+            "# what each session's client sends as the step starts: its next chunk of input, "
+            "or None: it is done"
+        )
+        lines.append(_literal("SENT", [f"{n}: [{', '.join(a)}]" for n, a in sorted(sent.items())]))
     if aborts:
         lines.append(
             _literal("ABORTS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(aborts.items())])
@@ -272,10 +288,24 @@ def _requests(w: EngineWorkload) -> list[str]:
     return lines
 
 
+def _sent(w: EngineWorkload) -> dict[int, list[str]]:
+    """Each step's chunks and closes, in the order the run sends them (run.py's loop: a
+    request's chunk before its close; nothing after its client aborted it)."""
+    sent: dict[int, list[str]] = {}
+    for r in w.requests:
+        if not r.session:
+            continue
+        said = [(step, repr(list(chunk))) for step, chunk in r.chunks] + [(r.closed_at, "None")]
+        for step, chunk in said:
+            if not (r.abort and r.abort < step):
+                sent.setdefault(step, []).append(f"({r.name!r}, {chunk})")
+    return sent
+
+
 KV_KEPT = "(block, slot) -> the tokens whose last one's KV it holds, as the model left it"
 
 
-def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]:
+def _loop(check: str, aborts: bool, resets: bool, unfinished: bool, sent: bool) -> list[str]:
     """The test's loop: arrivals, aborts and resets at their steps, then the step; the
     property where it reads."""
     lines = ["    engine, requests = build(), {}"]
@@ -307,6 +337,11 @@ def _loop(check: str, aborts: bool, resets: bool, unfinished: bool) -> list[str]
         "        for request in ARRIVALS.get(n, []):",
         "            requests[request[0]] = add(engine, *request)",
     ]
+    if sent:
+        lines += [
+            "        for name, chunk in SENT.get(n, []):",
+            "            send(engine, requests, name, chunk)",
+        ]
     if aborts:
         lines += [
             "        for name in ABORTS.get(n, []):",
@@ -426,8 +461,13 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
             f"RESETS = {list(w.resets)!r}  # the prefix cache cleared as these steps start"
         )
     last = max(r.arrival for r in w.requests)
+    sessions = any(r.session for r in w.requests)
+    if sessions:  # a session's client sends after it arrived
+        last = max(last, *(r.closed_at for r in w.requests if r.session))
     lines += [
-        f"LAST = {last}  # the last arrival: after it, a step with nothing to run ends the test",
+        f"LAST = {last}  # the last arrival"
+        + (" or send" if sessions else "")
+        + ": after it, a step with nothing to run ends the test",
         f"STEPS = {bound(w)}  # every request finishes within these (a generous bound)",
         "STEP_SECONDS = 10  # a step that takes longer hangs (schedcheck's E6)",
     ]
@@ -470,6 +510,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
             "add(engine, name, prompt, max_tokens, ignore_eos, priority=0, stop=())",
             rendered.add_body,
         ),
+        *([("send(engine, requests, name, chunk)", rendered.send_body)] if sessions else []),
         *([("abort(engine, requests, name, during)", rendered.abort_body)] if aborts else []),
         *([("reset(engine, requests)", rendered.reset_body)] if w.resets else []),
         ("step(engine, requests, n, seen)", rendered.step_body),
@@ -501,7 +542,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         *rendered.decorators,
         f"def test_{_slug(info.title)}():",
         f'    """{info.title[0].upper()}{info.title[1:]} (schedcheck\'s {check})."""',
-        *_loop(check, aborts, bool(w.resets), bool(rendered.unfinished_body)),
+        *_loop(check, aborts, bool(w.resets), bool(rendered.unfinished_body), sessions),
     ]
     return "\n".join(lines) + "\n"
 

@@ -239,15 +239,22 @@ class EngineWorkload:
         return tuple(t for turn in self.turns(request) for t in turn)
 
     def turns(self, request: EngineRequest) -> tuple[tuple[int, ...], ...]:
-        """Each turn's output run alone. A session's next turn continues from its context
-        so far, its last turn's output but the last token (sampled, never computed: vLLM
-        drops it, `_update_request_as_session`) and the chunk: C' = C + O[:-1] + chunk.
-        A turn ends as a request does (eos, a stop token, max_tokens, max_model_len over
-        the whole sequence)."""
-        context, turns = list(request.prompt), list[tuple[int, ...]]()
+        """Each turn's output run alone (`histories`' outputs)."""
+        return tuple(out for _, out in self.histories(request))
+
+    def histories(
+        self, request: EngineRequest
+    ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+        """Each turn run alone: (the context it starts from, its output). A session's next
+        turn continues from its context so far, its last turn's output but the last token
+        (sampled, never computed: vLLM drops it, `_update_request_as_session`) and the
+        chunk: C' = C + O[:-1] + chunk. A turn ends as a request does (eos, a stop token,
+        max_tokens, max_model_len over the whole sequence). A request that is no session
+        has one turn, from its prompt."""
+        context, turns = tuple(request.prompt), list[tuple[tuple[int, ...], tuple[int, ...]]]()
         for chunk in (None, *(c for _, c in request.chunks)):
             if chunk is not None:
-                context = [*context, *turns[-1][:-1], *chunk]
+                context = (*context, *turns[-1][1][:-1], *chunk)
             cap = min(request.max_tokens, self.max_model_len() - len(context))
             tokens, out = list(context), list[int]()
             while len(out) < max(cap, 1):
@@ -256,7 +263,7 @@ class EngineWorkload:
                 out.append(token)
                 if (token == EOS and not request.ignore_eos) or token in request.stop:
                     break
-            turns.append(tuple(out))
+            turns.append((context, tuple(out)))
         return tuple(turns)
 
     @property

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from schedcheck.engine.adapter import Features
 from schedcheck.engine.checks import active
 from schedcheck.engine.export import export_test
 from schedcheck.engine.local import LocalEngine
@@ -33,6 +34,7 @@ from schedcheck.engine.search import search_engine
 from schedcheck.engine.verdict import verify_engine
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
+from tests.engine.vllm_engine import local_vllm
 from tests.engine_subjects.exported import run_exported
 from tests.engine_subjects.vllm.mutants import MUTANTS
 
@@ -54,6 +56,9 @@ FIXED_IN = {
     "VLLM_07": (0, 25, 0),  # no rollback while stale frames are discarded (#46066)
     "VLLM_09": NOT_FIXED,  # vllm-project/vllm#43569, open: eager caching rolled back
     "VLLM_10": (0, 32, 0),  # a new request's lookahead slots (#43733, read in 0.32.0)
+    "VLLM_14": NOT_FIXED,  # vllm-project/vllm#42489, PR #42502 open: a session past max_model_len
+    "VLLM_15": NOT_FIXED,  # vllm-project/vllm PR #49439, open: sessions hold the pool
+    "VLLM_16": (0, 33, 0),  # a session's stale block hashes under async scheduling (#49377)
 }
 # ... and, where it came later than the first release CI could pin, the first with the bug
 INTRODUCED_IN = {
@@ -131,19 +136,55 @@ def test_an_export_fails_on_the_mutant_and_passes_on_the_release(
     engine: LocalEngine, tmp_path: Path, name: str, scheduling: str
 ) -> None:
     mutant = next(m for m in MUTANTS if m.name == name)
-    mode = next(m for m in engine.setup.modes if m.startswith(scheduling))
+    features = engine.setup.features(VLLM.features)
+    if not mutant.drafts:
+        features = dataclasses.replace(features, drafts=0)
+    _exported_mutant(engine, tmp_path, name, scheduling, features)
+
+
+@pytest.fixture(scope="module")
+def sessions() -> Iterator[LocalEngine]:
+    """The release with streaming-input sessions (0.15 on), in a sync and an async mode."""
+    yield from local_vllm(
+        argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="sessions"),
+        lambda s: s.sessions,
+        "this release has no streaming-input sessions (0.15 on)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "scheduling"),
+    [("chunk_without_kv", "sync"), ("chunk_without_kv", "async"), ("session_blocks_kept", "sync")],
+)
+def test_a_session_s_export_sends_its_chunks_and_fails_on_the_mutant_only(
+    sessions: LocalEngine, tmp_path: Path, name: str, scheduling: str
+) -> None:
+    """A session's chunks and close sent at their steps, each a Request of its id (SENT,
+    send()), and its output read as its client was streamed it: the export of a sessions
+    mutant's failure fails on the mutant and passes on the release."""
+    features = dataclasses.replace(
+        sessions.setup.features(VLLM.features), drafts=0, caps=False, sessions=1
+    )
+    text = _exported_mutant(sessions, tmp_path, name, scheduling, features)
+    assert "SENT = {" in text and "resumable=chunk is not None" in text
+
+
+def _exported_mutant(
+    local: LocalEngine, tmp_path: Path, name: str, scheduling: str, features: Features
+) -> str:
+    """The mutant's failure, searched in the release's `scheduling` mode, exported: the test
+    fails on the mutant (a conftest.py beside it patches vLLM) and passes on the release."""
+    mutant = next(m for m in MUTANTS if m.name == name)
+    mode = next(m for m in _two(local.setup.modes) if m.startswith(scheduling))
     checks = [c for c in active(frozenset(), VLLM.policies_on) if c not in mutant.off]
-    engine.loaded.build.patch = mutant.patch
+    local.loaded.build.patch = mutant.patch
     try:
-        features = engine.setup.features(VLLM.features)
-        if not mutant.drafts:
-            features = dataclasses.replace(features, drafts=0)
-        found = search_engine(engine, 1000, checks, True, features, (mode,))
+        found = search_engine(local, 1000, checks, True, features, (mode,))
     finally:
-        engine.loaded.build.patch = None
+        local.loaded.build.patch = None
     assert found.failure is not None, f"{name} was not caught"
     verdict = found.failure[1]
-    setup = dataclasses.replace(engine.setup, modes=(mode,))
+    setup = dataclasses.replace(local.setup, modes=(mode,))
     rendered = VLLM.render(setup, verdict.trace)
     assert not isinstance(rendered, str), rendered
     test = tmp_path / f"test_{name}.py"
@@ -159,6 +200,7 @@ def test_an_export_fails_on_the_mutant_and_passes_on_the_release(
     assert failed.returncode == 1 and "AssertionError" in failed.stdout, failed.stdout[-3000:]
     fixed = run_test(test, tmp_path / "fixed")
     assert fixed.returncode == 0, fixed.stdout[-3000:]
+    return text
 
 
 @pytest.mark.parametrize("finding", sorted(FINDINGS.glob("VLLM_*.py")), ids=lambda p: p.stem)

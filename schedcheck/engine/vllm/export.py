@@ -67,6 +67,13 @@ class Core:
         self.landing, self.again = [], []  # aborts landing during a step, then again after
         self.scheduled = {}  # the last schedule(): name -> [start, count, tokens, blocks]
         self.hasher = get_request_block_hasher(BLOCK_SIZE, block_hash)
+        self.made = 0  # the Requests made: each one's arrival_time, in the order sent
+        self.params = {}  # a session's name -> (max_tokens, ignore_eos, priority, stop)
+        self.streamed = {}  # name -> every token its client was streamed, turn after turn
+
+    def arrival(self):
+        self.made += 1
+        return float(self.made - 1)
 
     def pending(self, name):
         """The steps not yet updated whose output for `name` lands: (tokens, rejected)."""
@@ -105,6 +112,7 @@ class Core:
         return total > 0 or self.has_requests()
 
     def compute(self, out):
+        self.stale()
         self.scheduled, sampled, rejected = {}, {}, {}
         if WORKER_DRAFTS:  # the v2 runner's rows: a request added (or re-added) zeroed
             for name in {*out.finished_req_ids, *(getattr(out, "preempted_req_ids", None) or ())}:
@@ -145,9 +153,21 @@ class Core:
             self.scheduler.finish_requests(self.landing, RequestStatus.FINISHED_ABORTED)
             self.again, self.landing = self.landing, []
         order = list(out.num_scheduled_tokens)
-        self.scheduler.update_from_output(out, runner_output(order, sampled))
+        made = self.scheduler.update_from_output(out, runner_output(order, sampled))
+        for outputs in (made or {}).values():  # what each client is streamed
+            for output in getattr(outputs, "outputs", ()):
+                self.streamed.setdefault(output.request_id, []).extend(output.new_token_ids)
+        self.stale()
         {propose}if seen:
             seen("update_from_output()")
+
+    def stale(self):
+        """The requests whose output in flight vLLM drops when it lands (0.31 on: a turn
+        that stopped, a preemption that must not hand off freed blocks): none of theirs."""
+        for name, r in self.requests.items():
+            if getattr(r, "drop_stale_output", False) and getattr(r, "num_stale_output_tokens", 0):
+                for _, _, dropped, _ in self.queue:
+                    dropped.add(name)
 
     def state(self):
         progress = {}
@@ -277,11 +297,33 @@ ADD = """params = SamplingParams(max_tokens=max_tokens, ignore_eos=ignore_eos,
                         stop_token_ids=list(stop), temperature=1.0)
 params.update_from_generation_config({}, EOS)
 eos = {"eos_token_id": EOS} if "eos_token_id" in inspect.signature(Request).parameters else {}
-request = Request(name, list(prompt), params, None, arrival_time=float(len(engine.requests)),
+request = Request(name, list(prompt), params, None, arrival_time=engine.arrival(),
                   priority=priority, block_hasher=engine.hasher, **eos)
 engine.requests[name] = request
 engine.scheduler.add_request(request)
 return request"""
+
+# a session (0.15 on) is resumable; what its client sends, a Request of the same id
+ADD_SESSION = """params = SamplingParams(max_tokens=max_tokens, ignore_eos=ignore_eos,
+                        stop_token_ids=list(stop), temperature=1.0)
+params.update_from_generation_config({}, EOS)
+engine.params[name] = (max_tokens, ignore_eos, priority, stop)
+request = Request(name, list(prompt), params, None, arrival_time=engine.arrival(),
+                  priority=priority, block_hasher=engine.hasher, resumable=name in SESSIONS)
+engine.requests[name] = request
+engine.scheduler.add_request(request)
+return request"""
+
+# AsyncLLM's _add_streaming_input_request: each chunk a resumable Request of the session's
+# id, its prompt the chunk (applied at once to a paused session, queued behind a turn still
+# running); the close one that is not resumable (its prompt never read)
+SEND = """max_tokens, ignore_eos, priority, stop = engine.params[name]
+params = SamplingParams(max_tokens=max_tokens, ignore_eos=ignore_eos,
+                        stop_token_ids=list(stop), temperature=1.0)
+params.update_from_generation_config({}, EOS)
+request = Request(name, list(chunk or [0]), params, None, arrival_time=engine.arrival(),
+                  priority=priority, block_hasher=engine.hasher, resumable=chunk is not None)
+engine.scheduler.add_request(request)"""
 
 ABORT = """if during and EAGER_ABORTS:  # its engine core takes it just before the step's update
     engine.landing.append(name)
@@ -364,6 +406,9 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     if w.drafts and w.drafter != "lookup":
         facts.append(f"METHOD = {METHODS[w.drafter]!r}  # the drafter: {DRAFTERS[w.drafter]}")
         facts.append(f"DRAFT_FOLDER = {DRAFT_FOLDERS[w.drafter]!r}")
+    sessions = sorted(r.name for r in w.requests if r.session)
+    if sessions:
+        facts.append(f"SESSIONS = {set(sessions)}  # streaming-input sessions (resumable)")
     if w.draft_schedule:  # the proposer drafts what the scheduler asks (Core.asked)
         schedule = [list(e) for e in w.draft_schedule]
         facts.append(f"SCHEDULE = {schedule!r}  # [first, last batch size, drafts] ranges")
@@ -382,7 +427,8 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         .replace("{speculative}", speculative if w.drafts else "")
         .replace("{spec_arg}", "\n    speculative_config=speculative," if w.drafts else ""),
         spec=True,
-        add_body=ADD,
+        add_body=ADD_SESSION if sessions else ADD,
+        send_body=SEND,
         abort_body=ABORT,
         reset_body=RESET,
         step_body="engine.step(n, seen)",
@@ -390,7 +436,13 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         state_body="return engine.state()",
         done_body="return not engine.scheduler.get_num_unfinished_requests() and not engine.queue",
         unfinished_body="return [n for n, r in requests.items() if not r.is_finished()]",
-        outputs_body="return {n: list(r.output_token_ids) for n, r in requests.items()}",
+        # a session's Request holds its last turn's output: its client was streamed all
+        outputs_body=(
+            "return {n: engine.streamed.get(n, []) if n in SESSIONS else list(r.output_token_ids)"
+            "\n        for n, r in requests.items()}"
+            if sessions
+            else "return {n: list(r.output_token_ids) for n, r in requests.items()}"
+        ),
         decorators=("@pytest.mark.cpu_test",),
         replaced=(
             "the model, by a config.json of one tiny llama layer and no weights; the block hash, "
