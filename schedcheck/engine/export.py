@@ -223,9 +223,7 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
     if w.resets and not rendered.reset_body:
         raise ValueError("the workload clears the prefix cache, which this engine's test cannot")
     if any(r.session for r in w.requests) and not rendered.send_body:
-        raise ValueError(
-            "the workload streams input to a session, which this engine's test cannot"
-        )
+        raise ValueError("the workload streams input to a session, which this engine's test cannot")
     if w.connector:  # issue 50: the export of a connector's run is still to come
         raise ValueError(
             "the workload runs a KV connector, which no exported test drives yet (its replay "
