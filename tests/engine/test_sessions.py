@@ -11,11 +11,18 @@ keeps its slot."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
-from schedcheck.engine.checks import check_engine
+import pytest
+
+from schedcheck.engine.adapter import EngineSetup
+from schedcheck.engine.checks import Violation, check_engine
+from schedcheck.engine.export import export_test
 from schedcheck.engine.strategies import SESSION_CONTINUED, SESSION_QUEUED, observe
 from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.verdict import EngineVerdict
+from schedcheck.engine.vllm.export import render
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from tests.engine.recorded_runs import CHECKS, fired
 from tests.engine.recorded_runs import recorded as recorded_run
@@ -79,3 +86,35 @@ def test_e7_reads_every_turn_and_e1_a_position_past_max_model_len() -> None:
     short = replace(trace.workload, config=replace(trace.workload.config, max_model_len=8))
     found = fired(replace(trace, workload=short), "E1")
     assert found and "past max_model_len 8" in found[0].message
+
+
+def test_a_session_s_export_sends_what_its_client_sent_and_an_engine_that_cannot_refuses() -> None:
+    """The recorded run exported (vLLM's part written without vLLM): SENT lists each chunk
+    and close at its step, in the order the run sent them; E7's ALONE is every turn's output
+    in turn; NEXT holds each turn's prefixes. An engine whose test cannot send (no
+    `send_body`) refuses the export, naming why, rather than drop the chunks."""
+    trace = recorded()
+    w = trace.workload
+    wrong = replace(trace, outputs={**trace.outputs, "s1": (9,)})
+    verdict = EngineVerdict(wrong, [Violation("E7", 9, "end of run", "s1 produced [9]")])
+    setup = EngineSetup("/nowhere", "vllm", "", "", modes=("sync-v2",))
+    rendered = render(setup, wrong)
+    assert not isinstance(rendered, str)
+    text = export_test(verdict, rendered, "vLLM", "schedcheck engine --engine vllm")
+    sent = text.split("SENT = ", 1)[1].split("\n# ", 1)[0].split("\nLAST", 1)[0]
+    assert eval(sent) == {
+        2: [("s1", [2, 2])],
+        3: [("s3", [1, 1, 2]), ("s3", None)],
+        6: [("s1", [1])],
+        9: [("s1", None)],
+    }
+    assert "LAST = 9" in text and "SESSIONS = {'s1', 's3'}" in text
+    alone = eval(text.split("ALONE = ", 1)[1].split("  #", 1)[0])
+    assert alone == {r.name: list(w.alone(r)) for r in w.requests}
+    table = eval(text.split("NEXT = ", 1)[1].split("\nARRIVALS", 1)[0])
+    for r in w.requests:
+        for context, out in w.histories(r):
+            tokens = (*context, *out)
+            assert all(table[tokens[:k]] == tokens[k] for k in range(len(context), len(tokens)))
+    with pytest.raises(ValueError, match="streams input to a session"):
+        export_test(verdict, dataclasses.replace(rendered, send_body=""), "vLLM", "")
