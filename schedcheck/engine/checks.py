@@ -194,7 +194,10 @@ def check_e10(trace: EngineTrace) -> Iterator[Violation]:
     previous step and the statuses after this schedule(). (A session's arrival_time is its
     latest chunk's once applied, `_update_request_as_session`, which the trace does not
     place: where a candidate is a session sent a chunk by then, the priority order is not
-    read.)"""
+    read. A step that starts with a prefix-cache reset is not read either: the reset
+    preempted the running requests itself, and what schedule() admits again of them, in
+    what order, is its waiting pass's: one whose connector answers "not yet", because a
+    transfer of it is still in flight, stays out.)"""
     order = {r.name: i for i, r in enumerate(sorted(trace.workload.requests, key=_arrival))}
     priority = {r.name: r.priority for r in trace.workload.requests}
     chunked = {r.name: r.chunks[0][0] for r in trace.workload.requests if r.chunks}
@@ -202,6 +205,8 @@ def check_e10(trace: EngineTrace) -> Iterator[Violation]:
     loads = [s for s in spans(trace) if s.start.kind == "load"]
     for step, _, running, victims, now in _preemptions(trace):
         if priority_policy and any(chunked.get(n, step + 1) <= step for n in running):
+            continue
+        if step in trace.workload.resets:
             continue
         # a request whose load is in flight, or one skipped before, waits in a queue of its
         # own, taken first (0.2x's skipped_waiting): the victims go to the front of the rest

@@ -40,10 +40,15 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
         for s in trace.workload.stored
         for p in range(len(s))
     }
+    tier: dict[int, Written] = {}  # an offload tier's KV, by its own slot (Transfer.remote)
     for step in trace.steps:
         ended = [t for t in step.transfers if t.phase == "end"]
-        for t in ended:  # loads the worker finished land before the step computes
-            if t.kind == "load":
+        # before the step computes: the loads the worker finished, and every job that ended
+        # at the step's start (an offloading job, in the order they ended)
+        for t in ended:
+            if t.remote:
+                (_load_job if t.kind == "load" else _store_job)(t, slots, tier, bs, step.step)
+            elif t.kind == "load":
                 _load(t, slots, store, bs, step.step)
         # nano-vllm's decode writes into the table's last block, whatever p says
         last = runner.decode == "last-block" and not step.is_prefill
@@ -81,7 +86,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 )
                 break  # one per sequence per step: the first wrong read tells the story
         for t in ended:  # a save reads its blocks once the step is done
-            if t.kind == "save":
+            if t.kind == "save" and not t.remote:
                 _save(t, slots, store, bs, step.step)
         if trace.traits.hashes_name_prefixes and step.after_postprocess is not None:
             yield from _promised(step.after_postprocess, slots, bs, step.step, trace.traits)
@@ -126,6 +131,49 @@ def _save(t: Transfer, slots: dict[int, Written], store: Store, bs: int, step: i
 
 
 NOTHING = -2  # a slot's position where it holds no KV at all
+
+
+def _moved(t: Transfer, bs: int) -> Iterator[tuple[int | None, int]]:
+    """An offloading job's positions: (the engine's slot, the tier's slot) of each. Its
+    `remote` blocks are the tier's for its blocks in order, from the block of `first`."""
+    first = t.first // bs
+    for p in t.moved:
+        i = p // bs - first
+        if 0 <= i < len(t.remote):
+            yield _table_slot(t.table, p, bs), t.remote[i] * bs + p % bs
+
+
+def _load_job(
+    t: Transfer, slots: dict[int, Written], tier: dict[int, Written], bs: int, step: int
+) -> None:
+    """An offloading load ended: its blocks hold what the tier's blocks held."""
+    for slot, remote in _moved(t, bs):
+        if slot is None:
+            continue
+        found = tier.get(remote)
+        if found is None:
+            why = f"nothing: tier block {remote // bs} held no KV when {t.name} loaded it"
+            slots[slot] = (NOTHING, (), why, step)
+        else:
+            slots[slot] = (found[0], found[1], f"{found[2]}, loaded for {t.name}", step)
+
+
+def _store_job(
+    t: Transfer, slots: dict[int, Written], tier: dict[int, Written], bs: int, step: int
+) -> None:
+    """An offloading store ended: the tier's blocks hold what its blocks held then."""
+    for slot, remote in _moved(t, bs):
+        found = slots.get(slot) if slot is not None else None
+        tier[remote] = (
+            (NOTHING, (), f"nothing: {t.name}'s store found none", step)
+            if found is None
+            else (
+                found[0],
+                found[1],
+                f"{found[2]}, stored to tier block {remote // bs} at step {step}",
+                found[3],
+            )
+        )
 
 
 def _table_slot(table: tuple[int, ...], p: int, bs: int) -> int | None:

@@ -31,7 +31,7 @@ from typing import NamedTuple
 from schedcheck.engine.trace import Transfer
 from schedcheck.engine.workload import EngineRequest, EngineWorkload
 
-__all__ = ["Report", "Store", "Worker", "garbage"]
+__all__ = ["Jobs", "Report", "Store", "Worker", "garbage"]
 
 
 class Store:
@@ -58,14 +58,16 @@ class Store:
 
 class Report(NamedTuple):
     """What the worker reports with a step's output: the requests whose asynchronous load
-    and whose save ended, and the blocks whose load failed (a synchronous load's too)."""
+    and whose save ended, and the blocks whose load failed (a synchronous load's too); an
+    offloading connector's worker, the jobs that ended."""
 
     loaded: tuple[str, ...]
     saved: tuple[str, ...]
     failed_blocks: tuple[int, ...]
+    jobs: tuple[int, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.loaded or self.saved or self.failed_blocks)
+        return bool(self.loaded or self.saved or self.failed_blocks or self.jobs)
 
 
 class Worker:
@@ -80,10 +82,17 @@ class Worker:
         self.events: list[Transfer] = []  # this step's, for the trace
         self.ended: list[Transfer] = []  # since the last report
 
-    def begin(self, step: int, started: Sequence[Transfer]) -> None:
+    def begin(
+        self,
+        step: int,
+        started: Sequence[Transfer],
+        flush: Iterable[int] = (),
+        sync: Iterable[int] = (),
+    ) -> None:
         """The transfers the scheduler side started, as its step's metadata carries them: a
         synchronous load ends now, before the step computes; the others after their
-        request's drawn steps (1: reported with this step's output)."""
+        request's drawn steps (1: reported with this step's output). (`flush` and `sync`
+        are an offloading connector's job ids: `Jobs`.)"""
         for t in started:  # (the scheduler side recorded their starts)
             plan = self.plans[t.name]
             after = plan.load if t.kind == "load" else plan.save
@@ -156,6 +165,60 @@ class Worker:
     def _slot(self, table: Sequence[int], p: int) -> int | None:
         index = p // self.block_size
         return table[index] * self.block_size + p % self.block_size if index < len(table) else None
+
+
+class Jobs(Worker):
+    """The worker side of an engine's own offloading connector (connector "offloading"),
+    which moves KV in jobs between the engine's blocks and its offload tier's. A job ends at
+    the start of a step, before its forward pass: a synchronous load in the step that
+    started it; a job the engine flushes (it handed the job's blocks on) in the step whose
+    metadata says so; any other its request's drawn steps after it started (`load` for a
+    load, `save` for a store, at least 1). The step's output reports the jobs that ended,
+    and the requests whose asynchronous loads all did."""
+
+    def __init__(self, workload: EngineWorkload) -> None:
+        super().__init__(workload)
+        self.synchronous: set[int] = set()  # the loads that end before their first step
+
+    def begin(
+        self,
+        step: int,
+        started: Sequence[Transfer],
+        flush: Iterable[int] = (),
+        sync: Iterable[int] = (),
+    ) -> None:
+        """The step's metadata: the jobs it starts (`sync`: the loads among them to finish
+        before the forward pass), and those to flush before it."""
+        flushed = set(flush)
+        self.synchronous |= set(sync)
+        due = [t for at, t in self.pending if at <= step or t.job in flushed]
+        self.pending = [(at, t) for at, t in self.pending if at > step and t.job not in flushed]
+        for t in due:
+            self._end(t)
+        for t in started:  # (one flushed as it starts: a finished request's blocks the
+            # same step handed on, stored before the forward pass writes them)
+            if (t.kind == "load" and t.job in self.synchronous) or t.job in flushed:
+                self._end(t)
+                continue
+            plan = self.plans[t.name]
+            self.pending.append((step + max(plan.load if t.kind == "load" else plan.save, 1), t))
+
+    def report(self, step: int) -> Report:
+        """The jobs that ended this step (at its start)."""
+        ended, self.ended = self.ended, []
+        loading = {t.name for _, t in self.pending if t.kind == "load"}
+        loaded = {
+            t.name
+            for t in ended
+            if t.kind == "load" and t.job not in self.synchronous and t.name not in loading
+        }
+        return Report(tuple(sorted(loaded)), (), (), tuple(t.job for t in ended))
+
+    def _end(self, t: Transfer) -> Transfer:
+        end = t._replace(phase="end", at="forward")
+        self.events.append(end)
+        self.ended.append(end)
+        return end
 
 
 def garbage(token: int, vocab: int) -> int:

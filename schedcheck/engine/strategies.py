@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
 from schedcheck.engine.trace import PAUSED, UNKNOWN, EngineStep, EngineTrace, Pool, computed_on
-from schedcheck.engine.transfers import spans
+from schedcheck.engine.transfers import Span, spans
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
 MAX_REQUESTS = 5
@@ -59,6 +59,13 @@ DELAYED_FREE = "blocks kept after their request finished, for its save"
 TRANSFER_ABORT = "abort of a request while its KV load or save runs"
 SAVE_PREEMPTION = "preemption while a save holds blocks"
 LOOKUP_WAIT = "a connector's lookup answered not yet, then a hit"
+# the engine's own offloading connector (connector "offloading")
+OFFLOAD_STORE = "a store job to the offload tier"
+OFFLOAD_HIT = "a prefix loaded back from the offload tier"
+OFFLOAD_FLUSH = "an offload job flushed: its blocks handed on before it was done"
+OFFLOAD_REUSED = "an offload tier block stored over with another prefix (evicted)"
+OFFLOAD_PREEMPTION = "preemption while a store job of the request runs"
+OFFLOADING = (OFFLOAD_STORE, OFFLOAD_HIT, OFFLOAD_FLUSH, OFFLOAD_REUSED, OFFLOAD_PREEMPTION)
 SESSION_CONTINUED = "session continued by a chunk"
 SESSION_QUEUED = "session chunk sent while its turn still ran"
 SESSION_PREEMPTED = "session continued after a preemption"
@@ -107,6 +114,7 @@ def labels(
             LOOKUP_WAIT,
             *((TRANSFER_ABORT,) if features.aborts else ()),
             SAVE_PREEMPTION,
+            *(OFFLOADING if "offloading" in features.connectors else ()),
         )
         if features.connectors
         else ()
@@ -288,6 +296,9 @@ def _connector(
     length: none, whole blocks, part of one, the whole prompt), each request's load
     synchronous or taking steps, now and then failing a block, and its KV saved when it
     finishes after some steps, or not."""
+    connector = draw(st.sampled_from(features.connectors))
+    if connector == "offloading":
+        return _offloading(draw, workload, features)
     prompts = [list(r.prompt) for r in workload.requests]
     sources = stems + prompts
     stored = tuple(
@@ -312,9 +323,30 @@ def _connector(
     return replace(
         workload,
         requests=requests,
-        connector=draw(st.sampled_from(features.connectors)),
+        connector=connector,
         stored=stored,
         load_failure=draw(st.sampled_from(features.load_failures or ("recompute",))),
+    )
+
+
+def _offloading(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> EngineWorkload:
+    """The engine's own offloading connector, to a tier of a few blocks (a small one
+    evicts), each request's load and store jobs taking 1 to 3 steps; the prefix cache
+    cleared now and then, so that a prefix comes back from the tier."""
+    requests = tuple(
+        replace(r, load=draw(st.integers(1, 3)), save=draw(st.integers(1, 3)))
+        for r in workload.requests
+    )
+    last = max(r.arrival for r in workload.requests) + 4
+    resets = workload.resets
+    if features.resets and not resets:
+        resets = tuple(sorted(draw(st.sets(st.integers(2, last), max_size=2))))
+    return replace(
+        workload,
+        requests=requests,
+        connector="offloading",
+        offload_blocks=draw(st.integers(1, workload.config.num_blocks)),
+        resets=resets,
     )
 
 
@@ -453,8 +485,13 @@ def _transfers(trace: EngineTrace) -> set[str]:
         )
     }
     waited = {t.name for step in trace.steps for t in step.transfers if t.kind == "lookup"}
+    stored: dict[int, tuple[int, ...]] = {}  # a tier block: the prefix last stored in it
     for s in made:
         until = s.ended or len(trace.steps)
+        if s.start.remote:  # an offloading job
+            bs = w.config.block_size
+            seen |= _offloaded(s, plans[s.start.name], stored, preempted, until, bs)
+            continue
         if s.start.kind == "load" and s.start.name in waited:
             seen.add(LOOKUP_WAIT)
         if s.start.kind == "load":
@@ -469,6 +506,38 @@ def _transfers(trace: EngineTrace) -> set[str]:
                 seen.add(SAVE_PREEMPTION)
         if s.started <= plans[s.start.name].abort <= until and s.start.kind == "load":
             seen.add(TRANSFER_ABORT)
+    return seen
+
+
+def _offloaded(
+    s: Span,
+    plan: EngineRequest,
+    stored: dict[int, tuple[int, ...]],
+    preempted: set[int],
+    until: int,
+    bs: int,
+) -> set[str]:
+    """What one offloading job reached."""
+    t, seen = s.start, set[str]()
+    planned = max(plan.load if t.kind == "load" else plan.save, 1)
+    if (
+        s.end is not None
+        and s.ended - s.started < planned
+        and not (
+            t.kind == "load" and s.ended == s.started  # a synchronous load
+        )
+    ):
+        seen.add(OFFLOAD_FLUSH)
+    if t.kind == "load":
+        return seen | {OFFLOAD_HIT}
+    seen.add(OFFLOAD_STORE)
+    for i, block in enumerate(t.remote):
+        prefix = t.tokens[: t.first + (i + 1) * bs]
+        if block in stored and stored[block] != prefix:
+            seen.add(OFFLOAD_REUSED)
+        stored[block] = prefix
+    if any(s.started <= p <= until for p in preempted):
+        seen.add(OFFLOAD_PREEMPTION)
     return seen
 
 

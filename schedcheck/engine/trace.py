@@ -138,7 +138,16 @@ class Transfer(NamedTuple):
       during the "update"), "end" when the worker reported it done;
     - "finished": the scheduler told the connector the request finished, with `table`
       (its `request_finished`): once per request, saved or not;
-    - "lookup", phase "wait": the connector answered a lookup of the request "not yet"."""
+    - "lookup", phase "wait": the connector answered a lookup of the request "not yet".
+
+    An engine's own offloading connector moves KV in jobs (`job`, its id; several a request
+    at once) between the engine's blocks and the blocks of its offload tier (`remote`, one
+    for each block moved, in order: the tier's own ids, whose KV E2 follows). Such a job
+    may end at a step's start (`at` "forward": before the step's forward pass, the worker
+    waiting for it there, as it does for a job the engine flushes because it handed the
+    job's blocks on). A transfer is `held` where the engine keeps its blocks until it ends
+    (a delayed free, a load into a request's own blocks); a job that is not may have its
+    blocks freed, which the engine must flush before it writes into them again."""
 
     name: str
     kind: str
@@ -148,6 +157,9 @@ class Transfer(NamedTuple):
     tokens: tuple[int, ...]
     at: str = "schedule"
     failed: tuple[int, ...] = ()
+    job: int = 0
+    remote: tuple[int, ...] = ()
+    held: bool = True
 
     @property
     def moved(self) -> range:
@@ -335,11 +347,14 @@ def _progress(e: list[Any]) -> Progress:
 
 
 def _plain(t: Transfer) -> list[Any]:
-    return [t.name, t.kind, t.phase, list(t.table), t.first, list(t.tokens), t.at, list(t.failed)]
+    said = [t.name, t.kind, t.phase, list(t.table), t.first, list(t.tokens), t.at, list(t.failed)]
+    if t.job or t.remote or not t.held:  # an offloading job's (saved before them: none)
+        said += [t.job, list(t.remote), t.held]
+    return said
 
 
 def _transfer(e: list[Any]) -> Transfer:
-    name, kind, phase, table, first, tokens, at, failed = e
+    name, kind, phase, table, first, tokens, at, failed, *job = e
     return Transfer(
         str(name),
         str(kind),
@@ -349,6 +364,7 @@ def _transfer(e: list[Any]) -> Transfer:
         tuple(map(int, tokens)),
         str(at),
         tuple(map(int, failed)),
+        *((int(job[0]), tuple(map(int, job[1])), bool(job[2])) if job else ()),
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from schedcheck.engine.kv import span as span_of
 from schedcheck.engine.trace import EngineTrace, Pool, Transfer
 from schedcheck.invariants.violation import Violation
 
@@ -45,7 +46,8 @@ def spans(trace: EngineTrace) -> list[Span]:
                 made.append(Span(t, step.step, None, 0))
                 continue
             for i, s in enumerate(made):
-                if s.end is None and s.start.name == t.name and s.start.kind == t.kind:
+                start = s.start
+                if s.end is None and (start.name, start.kind, start.job) == (t.name, t.kind, t.job):
                     made[i] = s._replace(end=t, ended=step.step)
                     break
     return made
@@ -57,12 +59,28 @@ def check_e18(trace: EngineTrace) -> Iterator[Violation]:
     moments = _moments(trace)
     for span in spans(trace):
         t = span.start
+        blocks = sorted({t.table[p // bs] for p in t.moved if p // bs < len(t.table)})
+        what = (
+            f"{t.name}'s {t.kind}"
+            + (f" job {t.job}" if t.remote else "")
+            + (
+                f" (started at step {span.started}"
+                + (
+                    f", reported done at step {span.ended})"
+                    if span.end
+                    else ", never reported done)"
+                )
+            )
+        )
+        if not t.held:
+            yield from _unwritten(trace, span, blocks, what)
+            continue
         first = _index(moments, span.started, "update" if t.at == "update" else "schedule")
         last = _index(moments, span.ended, "schedule") if span.end else len(moments) - 1
-        blocks = sorted({t.table[p // bs] for p in t.moved if p // bs < len(t.table)})
-        exclusive = t.kind == "load" and plans[t.name].load > 0
-        what = f"{t.name}'s {t.kind} (started at step {span.started}" + (
-            f", reported done at step {span.ended})" if span.end else ", never reported done)"
+        # an asynchronous load's blocks are its request's alone (an offloading job's: one
+        # that did not end in the step that started it)
+        exclusive = t.kind == "load" and (
+            span.ended != span.started if t.remote else plans[t.name].load > 0
         )
         for step, call, pool in moments[first : last + 1]:
             problem = _held(pool, blocks, t.name, exclusive)
@@ -75,6 +93,39 @@ def check_e18(trace: EngineTrace) -> Iterator[Violation]:
                     (t.name,),
                 )
                 break  # the first moment tells the story
+
+
+def _unwritten(trace: EngineTrace, span: Span, blocks: list[int], what: str) -> Iterator[Violation]:
+    """A transfer whose blocks the engine does not hold (an offloading job: it flushes the
+    job before it writes into them again): no step after the one that started it computes
+    into them until it ended (one that ended at a step's start, before its forward pass,
+    is over for that step)."""
+    bs = trace.workload.config.block_size
+    end = span.end
+    for step in trace.steps:
+        over = end is not None and (
+            step.step > span.ended or (step.step == span.ended and end.at == "forward")
+        )
+        if step.step <= span.started or over:
+            continue
+        for seq in step.scheduled:
+            start, stop = span_of(seq)
+            written = {
+                seq.block_table[p // bs]
+                for p in range(start, stop)
+                if p // bs < len(seq.block_table)
+            }
+            hit = sorted(written & set(blocks))
+            if hit:
+                yield Violation(
+                    "E18",
+                    step.step,
+                    "model runner",
+                    f"{seq.name} computes into block {hit[0]} while {what} moves its KV: the "
+                    "engine handed the block on without flushing the job first",
+                    (span.start.name, seq.name),
+                )
+                return
 
 
 def check_e19(trace: EngineTrace) -> Iterator[Violation]:

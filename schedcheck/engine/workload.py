@@ -33,6 +33,9 @@ CONNECTORS = {
     "simulated": "schedcheck's connector over the simulated external store: the engine's "
     "connector interface implemented by schedcheck, its worker side played by the simulated "
     "runner",
+    "offloading": "the engine's own offloading connector, to an offload tier of "
+    "`offload_blocks` blocks: what it stores, finds and evicts is the engine's code; its "
+    "worker side, the jobs that move KV, played by the simulated runner",
 }
 """The KV connectors a workload may run with (issue 50): what stands between the engine's
 scheduler and an external KV store (disaggregated prefill, offloading)."""
@@ -172,6 +175,10 @@ class EngineWorkload:
     connector: str = ""
     stored: tuple[tuple[int, ...], ...] = ()
     load_failure: str = "recompute"
+    # the offload tier's size in blocks (connector "offloading": the engine's own offloading
+    # connector; it starts empty). A request's `load` and `save` are then the steps each
+    # of its load and store jobs takes (at least 1, ending at a step's start)
+    offload_blocks: int = 0
 
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
@@ -423,6 +430,23 @@ class EngineWorkload:
         )
         if uses and not self.connector:
             found.append("stored prefixes, loads or saves without a connector")
+        if (self.connector == "offloading") != bool(self.offload_blocks):
+            found.append(
+                f"offload_blocks {self.offload_blocks} with connector {self.connector!r}: "
+                "an offload tier is the offloading connector's, and it has one"
+            )
+        if not 0 <= self.offload_blocks <= 64:
+            found.append(f"offload_blocks {self.offload_blocks} is not from 0 to 64")
+        if self.connector == "offloading":  # what it loads and when is the engine's to say
+            found.extend(
+                f"{what} under the offloading connector (the engine's own decides them)"
+                for what, there in (
+                    ("stored prefixes", bool(self.stored)),
+                    ("failing loads", any(r.load_fails for r in self.requests)),
+                    ("lookups answered 'not yet'", any(r.lookup_wait for r in self.requests)),
+                )
+                if there
+            )
         found.extend(
             f"{r.name}'s {field} {value} is not a count of steps from 0 to 8"
             for r in self.requests
@@ -497,6 +521,7 @@ class EngineWorkload:
             str(data.get("connector", "")),
             tuple(tuple(map(int, p)) for p in data.get("stored", ())),
             str(data.get("load_failure", "recompute")),
+            int(data.get("offload_blocks", 0)),
         )
 
     @classmethod

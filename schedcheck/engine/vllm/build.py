@@ -28,6 +28,7 @@ from typing import Any
 from schedcheck.engine.store import Report
 from schedcheck.engine.trace import DraftStats
 from schedcheck.engine.vllm.modes import ARCHITECTURE, Mode, v2_only
+from schedcheck.engine.vllm.offloading import offloading_config, worker_output
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
 
 # A model vLLM can read a config of without weights: one tiny llama layer. Only the KV
@@ -241,9 +242,19 @@ class Build:
         spec = v.FullAttentionSpec(
             block_size=c.block_size, num_kv_heads=1, head_size=1, dtype=_float32()
         )
+        # an offloading connector sizes its tier's chunks from the KV tensors where they
+        # are one a layer set (0.2x divides by their bytes), as a server's worker reports
+        # them; from their placement rework on (0.33) by the group's page without them
+        tensors = []
+        if workload.connector == "offloading":
+            from vllm.v1.kv_cache_interface import KVCacheTensor
+
+            if "shared_by" in {f.name for f in dataclasses.fields(KVCacheTensor)}:
+                size = spec.page_size_bytes * c.num_blocks
+                tensors = [KVCacheTensor(size=size, shared_by=["layer.0"])]
         kv_cache_config = v.KVCacheConfig(
             num_blocks=c.num_blocks,
-            kv_cache_tensors=[],
+            kv_cache_tensors=tensors,
             kv_cache_groups=[v.KVCacheGroupSpec(["layer.0"], spec)],
         )
         hashes = Hashes()
@@ -282,6 +293,8 @@ class Build:
         except ImportError:  # 0.11 keeps it in vllm.config's module, not exported
             from vllm.config.kv_transfer import KVTransferConfig
         fields = {f.name for f in dataclasses.fields(KVTransferConfig)}
+        if workload.connector == "offloading":
+            return offloading_config(workload, KVTransferConfig, self.chunk_bytes(workload))
         if "kv_connector_module_path" not in fields:
             raise NoSuchMode(f"vLLM {self.version} registers no connector by module path")
         policy = {"kv_load_failure_policy": workload.load_failure}
@@ -304,6 +317,17 @@ class Build:
             },
             **policy,
         )
+
+    def chunk_bytes(self, workload: EngineWorkload) -> int:
+        """The bytes of one chunk of vLLM's CPU tier for our one layer's blocks, padded as
+        its CPUOffloadingSpec pads them (to its BLOCK_SIZE_ALIGNMENT)."""
+        from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec
+
+        page = self.v.FullAttentionSpec(
+            block_size=workload.config.block_size, num_kv_heads=1, head_size=1, dtype=_float32()
+        ).page_size_bytes
+        align = int(CPUOffloadingSpec.BLOCK_SIZE_ALIGNMENT)
+        return -(-int(page) // align) * align
 
     def speculative(self, workload: EngineWorkload, model_config: Any) -> Any:
         """vLLM's SpeculativeConfig for the workload's drafts: its drafter's method
@@ -530,9 +554,16 @@ class Build:
     @staticmethod
     def connector_output(report: Report) -> Any:
         """The worker's KVConnectorOutput: requests whose save and whose load ended, and the
-        blocks whose load failed (vLLM's invalid_block_ids)."""
+        blocks whose load failed (vLLM's invalid_block_ids); an offloading connector's
+        worker, the jobs that ended (offloading.worker_output)."""
         from vllm.v1.outputs import KVConnectorOutput
 
+        if report.jobs:
+            from vllm.distributed.kv_transfer.kv_connector.v1.offloading.common import (
+                OffloadingWorkerMetadata,
+            )
+
+            return worker_output(report, KVConnectorOutput, OffloadingWorkerMetadata)
         return KVConnectorOutput(
             finished_sending=set(report.saved) or None,
             finished_recving=set(report.loaded) or None,

@@ -68,8 +68,9 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
         if wants("spec", getattr(args, "features", None))
         else (),
         # a KV connector (schedcheck's, over the simulated store) where the release
-        # registers one by module path, and each failure policy it has
-        connectors=("simulated",)
+        # registers one by module path, and its own offloading connector where that speaks
+        # the job protocol; each failure policy it has
+        connectors=("simulated", *(("offloading",) if has.offloading else ()))
         if has.connectors and wants("connector", getattr(args, "features", None))
         else (),
         load_failures=("recompute", "fail") if has.load_failure_policy else (),

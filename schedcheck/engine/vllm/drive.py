@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from schedcheck.engine.run import Run, Stop
 from schedcheck.engine.runner import Runner
-from schedcheck.engine.store import Report, Worker, garbage
+from schedcheck.engine.store import Jobs, Report, Worker, garbage
 from schedcheck.engine.trace import (
     PAUSED,
     UNKNOWN,
@@ -45,6 +45,7 @@ from schedcheck.engine.trace import (
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.vllm.build import Build, Hashes, NoSuchMode
 from schedcheck.engine.vllm.modes import Mode
+from schedcheck.engine.vllm.offloading import Watch
 from schedcheck.engine.vllm.runners import PROTOCOLS, ShortOutput
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
@@ -133,6 +134,14 @@ def connected(connector: str, base: EngineWorkload = WARM[0]) -> EngineWorkload:
     after two steps. The warm-up's connector runs: vLLM imports the connector (and its
     transfer code) when a Scheduler builds one."""
     w1, w2, w3 = base.requests
+    if connector == "offloading":  # vLLM's own: its tier starts empty, it decides the loads
+        return replace(
+            base,
+            config=replace(base.config, num_blocks=12),
+            requests=(replace(w1, save=2), replace(w2, load=1), w3),
+            connector=connector,
+            offload_blocks=8,
+        )
     return replace(
         base,
         config=replace(base.config, num_blocks=12),
@@ -223,7 +232,9 @@ class VllmDriver:
         self.hashes: Hashes  # the hash function of the Scheduler built for this run
         # a KV connector's worker side (the simulated store's), where the workload has one;
         # its scheduler side is vLLM's connector object (`connector`)
-        self.worker = Worker(run.workload) if run.workload.connector else None
+        # (an offloading connector's moves KV in jobs)
+        worker = Jobs if run.workload.connector == "offloading" else Worker
+        self.worker = worker(run.workload) if run.workload.connector else None
         self.connector: Any = None
         self.delivered = False  # the last update gave the scheduler transfers that ended
         # each session's output as its client was streamed it, every turn's in turn
@@ -263,7 +274,10 @@ class VllmDriver:
         )
         if self.worker is not None:
             self.connector = self.run.read(
-                "Scheduler()", lambda: _connector(self.scheduler.get_kv_connector())
+                "Scheduler()",
+                lambda: _connector(
+                    self.scheduler.get_kv_connector(), self.scheduler, self.workload
+                ),
             )
 
     def idle(self) -> bool:
@@ -409,10 +423,11 @@ class VllmDriver:
         order = self.model_runner(lambda: self.runner.receive(out))
         views = read("schedule()", lambda: tuple(self.view(n, out) for n in order))
         seen = {v.name: v.token_ids for v in views}
-        worker, told = self.worker, self.told("schedule")
+        worker = self.worker
         if worker is not None:  # the transfers this step's metadata starts (a sync load ends)
-            started = read("schedule()", lambda: list(out.kv_connector_metadata.transfers))
-            worker.begin(run.step, started)
+            started, flush, sync = read("schedule()", lambda: self.started(out))
+            worker.begin(run.step, started, flush, sync)
+        told = self.told("schedule")
         tainted: list[str] = []
 
         def sample(name: str, copy: Copy, drafts: int) -> tuple[int, ...]:
@@ -461,6 +476,13 @@ class VllmDriver:
             )
         )
         return batch
+
+    def started(self, out: Any) -> tuple[list[Transfer], set[int], set[int]]:
+        """What the step's connector metadata starts, the jobs it flushes and the loads
+        among them to finish before the forward pass (an offloading connector's)."""
+        if isinstance(self.connector, Watch):
+            return self.connector.jobs(out)
+        return list(out.kv_connector_metadata.transfers), set(), set()
 
     def told(self, at: str) -> tuple[Transfer, ...]:
         """What vLLM told the connector since it was last asked, as happening `at` that
@@ -671,9 +693,14 @@ class VllmDriver:
         return self.run.read("end of run", read)
 
 
-def _connector(connector: Any) -> Any:
-    """vLLM's scheduler-side connector, ours (a release that built another is no run).
-    (Imported here: the module imports vLLM, which the checking process may lack.)"""
+def _connector(connector: Any, scheduler: Any, workload: EngineWorkload) -> Any:
+    """vLLM's scheduler-side connector: ours, or its own offloading one watched (a release
+    that built another is no run). (Imported here: the module imports vLLM, which the
+    checking process may lack.)"""
+    if workload.connector == "offloading":
+        if type(connector).__name__ != "OffloadingConnector":
+            raise TypeError(f"the scheduler's connector is {type(connector).__name__}")
+        return Watch(connector, scheduler, workload)
     from schedcheck.engine.vllm.connector import SchedcheckConnector
 
     if not isinstance(connector, SchedcheckConnector):

@@ -75,6 +75,10 @@ class Release:
     load_failure_policy: bool = False
     # streaming-input sessions: a Request may be resumable (0.15 on)
     sessions: bool = False
+    # its own OffloadingConnector speaks the job protocol: TransferJobs in the metadata, the
+    # worker's completions in OffloadingWorkerMetadata (0.2x on), its CPU tier's manager
+    # running without a GPU
+    offloading: bool = False
 
     def modes(self) -> list[Mode]:
         """Every mode it has, its default first."""
@@ -128,7 +132,11 @@ def release(root: Path) -> Release:
         "kv_connector_module_path" in transfer,
         "kv_load_failure_policy" in transfer,
         "resumable" in _text(package / "v1" / "request.py"),
+        "class OffloadingWorkerMetadata" in _text(package / OFFLOADING / "common.py"),
     )
+
+
+OFFLOADING = Path("distributed", "kv_transfer", "kv_connector", "v1", "offloading")
 
 
 def v2_only(package: Path) -> bool:
