@@ -119,6 +119,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "(default: every one the engine's adapter drives, each in a share of the workloads)",
     )
     engine.add_argument(
+        "--connector",
+        metavar="NAMES",
+        help="with --features connector, the KV connectors drawn, comma-separated: simulated "
+        "(schedcheck's, over a simulated external store), offloading (the engine's own "
+        "offloading connector to a tier of a few blocks) (default: each the engine has)",
+    )
+    engine.add_argument(
+        "--load-failure",
+        metavar="POLICIES",
+        help="with a connector, the failed-load policies drawn, comma-separated: recompute, "
+        "fail (default: each the engine has)",
+    )
+    engine.add_argument(
         "--loop",
         choices=("overlap", "normal", "own", "scheduler"),
         help="nano-vllm: its own LLMEngine.step() and model runner (own, the default where "
@@ -210,7 +223,8 @@ def engine_command(args: argparse.Namespace) -> int:
             )
         setup = adapter.setup(args.path, args)
         checks = active(frozenset(args.off), frozenset(args.on) | adapter.policies_on)
-        drawn(adapter.features, args.features, adapter.title)  # a usage error before it starts
+        # a usage error before it starts
+        narrowed(drawn(adapter.features, args.features, adapter.title), args)
     except (SetupError, ValueError) as e:
         print(f"schedcheck engine: {e}", file=sys.stderr)
         return faults.USAGE
@@ -243,9 +257,19 @@ def engine_command(args: argparse.Namespace) -> int:
         engine.stop()
         raise
     engine.use(setup)
-    features = drawn(setup.features(adapter.features), args.features, adapter.title)
+    try:
+        features = narrowed(
+            drawn(setup.features(adapter.features), args.features, adapter.title), args
+        )
+    except ValueError as e:  # this release lacks what the options ask
+        engine.stop()
+        print(f"schedcheck engine: {e}", file=sys.stderr)
+        return faults.USAGE
     if args.features:
         options.append(f"--features={args.features}")
+    for option in ("connector", "load_failure"):
+        if getattr(args, option, None):
+            options.append(f"--{option.replace('_', '-')}={getattr(args, option)}")
     exporter = None
     if args.export:
         rerun = " ".join(shlex.quote(x) for x in [args.path or "", *options] if x)
@@ -330,6 +354,32 @@ def drawn(features: Features, asked: str | None, title: str) -> Features:
         features = replace(features, connectors=(), load_failures=())
     if not wants("sessions", asked):
         features = replace(features, sessions=0)
+    return features
+
+
+def narrowed(features: Features, args: argparse.Namespace) -> Features:
+    """The connectors and failed-load policies --connector and --load-failure keep (each
+    one the features have; ValueError naming the option and the value otherwise)."""
+    for option, field in (("connector", "connectors"), ("load_failure", "load_failures")):
+        asked = getattr(args, option, None)
+        if not asked:
+            continue
+        names = [n.strip() for n in asked.split(",") if n.strip()]
+        have = getattr(features, field)
+        missing = [n for n in names if n not in have]
+        if missing or not names:
+            flag = "--" + option.replace("_", "-")
+            raise ValueError(
+                f"{flag} {asked}: {missing[0] if missing else 'nothing'!r} is not drawn here "
+                f"(this run has: {', '.join(have) or 'none: --features connector, where the '}"
+                + ("" if have else "engine has one")
+                + ")"
+            )
+        kept = tuple(n for n in have if n in names)
+        if field == "connectors":
+            features = replace(features, connectors=kept)
+        else:
+            features = replace(features, load_failures=kept)
     return features
 
 

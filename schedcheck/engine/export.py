@@ -91,6 +91,9 @@ class Rendered:
     # def send(engine, requests, name, chunk): a session's client sends its next chunk of
     # input (tokens), or closes it (None) ("": no session is exported for this engine)
     send_body: str = ""
+    # the KV connectors (workload.CONNECTORS) its test drives: the engine's own, its worker
+    # played as the run played it
+    connectors: tuple[str, ...] = ()
 
 
 def model_table(
@@ -224,10 +227,15 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
         raise ValueError("the workload clears the prefix cache, which this engine's test cannot")
     if any(r.session for r in w.requests) and not rendered.send_body:
         raise ValueError("the workload streams input to a session, which this engine's test cannot")
-    if w.connector:  # issue 50: the export of a connector's run is still to come
+    if w.connector and check == "E2":
         raise ValueError(
-            "the workload runs a KV connector, which no exported test drives yet (its replay "
-            "runs it: --replay)"
+            "E2 of a run with a KV connector reads KV that came through the connector, which "
+            "the exported test's KV does not follow (its replay runs it: --replay)"
+        )
+    if w.connector and w.connector not in rendered.connectors:
+        raise ValueError(
+            f"the workload runs the {w.connector} KV connector, which this engine's test does "
+            "not drive (its replay runs it: --replay)"
         )
     if not fires(check, trace, violation.step, constants):
         name = SOURCES[check].split("(", 1)[0].removeprefix("def ")

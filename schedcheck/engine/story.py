@@ -206,7 +206,11 @@ def _transfers(n: int, step: EngineStep, bs: int) -> list[Event]:
         kind = {("load", "start"): LOAD, ("load", "end"): LOADED, ("save", "start"): SAVE}
         what = kind.get((t.kind, t.phase), SAVED)
         failed = f"; block(s) {list(t.failed)} failed" if t.failed else ""
-        found.append(Event(n, what, t.name, f"{moved}, blocks {blocks}{failed}"))
+        # an offloading job: its id, the tier's blocks, and whether it ended before the
+        # step's forward pass
+        tier = f", tier blocks {list(t.remote)} (job {t.job})" if t.remote else ""
+        before = " before the forward pass" if t.phase == "end" and t.at == "forward" else ""
+        found.append(Event(n, what, t.name, f"{moved}, blocks {blocks}{tier}{failed}{before}"))
     found.extend(Event(n, GARBAGE, name) for name in step.tainted)
     return found
 

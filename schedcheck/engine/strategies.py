@@ -114,11 +114,10 @@ def labels(
             LOOKUP_WAIT,
             *((TRANSFER_ABORT,) if features.aborts else ()),
             SAVE_PREEMPTION,
-            *(OFFLOADING if "offloading" in features.connectors else ()),
         )
-        if features.connectors
+        if "simulated" in features.connectors
         else ()
-    )
+    ) + (OFFLOADING if "offloading" in features.connectors else ())
     sessions = SESSIONS if features.sessions else ()
     return (
         *base,

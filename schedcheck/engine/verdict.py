@@ -113,7 +113,7 @@ def workload_lines(w: EngineWorkload) -> list[str]:
         + (f" max_model_len={c.max_model_len}" if c.max_model_len else "")
         + (f" schedule_conservativeness={c.conservativeness:g}" if c.conservativeness != 1 else ""),
         "  requests:",
-        *(f"    {_request(r)}" for r in w.requests),
+        *(f"    {_request(r, w.connector == 'offloading')}" for r in w.requests),
         *(
             [
                 "  prefix cache cleared, running requests preempted, at the start of step "
@@ -151,7 +151,11 @@ def workload_lines(w: EngineWorkload) -> list[str]:
         ),
         *(
             [
-                f"  KV connector: {w.connector}, its store holding the prefixes of "
+                f"  KV connector: offloading, the engine's own, to a tier of {w.offload_blocks} "
+                "block(s), empty at the start; its load and store jobs take the steps each "
+                f"request says (at least 1); a failed load: {w.load_failure}"
+                if w.connector == "offloading"
+                else f"  KV connector: {w.connector}, its store holding the prefixes of "
                 + (", ".join(str(list(p)) for p in w.stored) or "nothing")
                 + f" from the start; loads synchronous unless said; a failed load: {w.load_failure}"
             ]
@@ -170,7 +174,7 @@ def _counters(violation: Violation, steps: tuple[EngineStep, ...]) -> list[str]:
     return ["", f"counters after step {step}:", *(f"  {c.name}: {c.said()}" for c in read_counters)]
 
 
-def _request(r: EngineRequest) -> str:
+def _request(r: EngineRequest, jobs: bool = False) -> str:
     """A request as the report shows it: every field its workload drew (the ones left at
     their defaults are left out)."""
     words = [f"{r.name} prompt {list(r.prompt)} max_tokens {r.max_tokens}"]
@@ -183,11 +187,15 @@ def _request(r: EngineRequest) -> str:
     if r.abort:
         when = "during" if r.abort_in_step else "at"
         words.append(f"aborted {when} step {r.abort}")
-    if r.load:
+    if jobs:  # an offloading connector's: each job of it takes these steps
+        words.append(
+            f"its offload jobs take {max(r.load, 1)} (load), {max(r.save, 1)} (store) step(s)"
+        )
+    elif r.load:
         words.append(f"loads asynchronously, done {r.load} step(s) after it starts")
     if r.load_fails:
         words.append(f"its load fails block(s) {list(r.load_fails)} (from the load's first)")
-    if r.save:
+    if r.save and not jobs:
         words.append(f"saved when it finishes, done {r.save} step(s) after")
     if r.lookup_wait:
         words.append(f"its first {r.lookup_wait} lookup(s) answered not yet")

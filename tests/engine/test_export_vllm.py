@@ -58,7 +58,8 @@ FIXED_IN = {
     "VLLM_10": (0, 32, 0),  # a new request's lookahead slots (#43733, read in 0.32.0)
     "VLLM_14": NOT_FIXED,  # vllm-project/vllm#42489, PR #42502 open: a session past max_model_len
     "VLLM_15": NOT_FIXED,  # vllm-project/vllm PR #49439, open: sessions hold the pool
-    "VLLM_16": (0, 33, 0),  # a session's stale block hashes under async scheduling (#49377)
+    "VLLM_16": (0, 32, 0),  # a session's stale block hashes under async scheduling (#49377)
+    "VLLM_18": (0, 33, 0),  # the offloading connector's flush leaves a same-step load
 }
 # ... and, where it came later than the first release CI could pin, the first with the bug
 INTRODUCED_IN = {
@@ -167,6 +168,36 @@ def test_a_session_s_export_sends_its_chunks_and_fails_on_the_mutant_only(
     )
     text = _exported_mutant(sessions, tmp_path, name, scheduling, features)
     assert "SENT = {" in text and "resumable=chunk is not None" in text
+
+
+@pytest.fixture(scope="module")
+def offloading() -> Iterator[LocalEngine]:
+    """The release with its own offloading connector (the job protocol, 0.2x on)."""
+    yield from local_vllm(
+        argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="connector"),
+        lambda s: "offloading" in s.connectors,
+        "this release's offloading connector does not speak the job protocol",
+    )
+
+
+@pytest.mark.parametrize("scheduling", ["sync", "async"])
+def test_an_offloading_run_s_export_plays_its_worker_and_fails_on_the_mutant_only(
+    offloading: LocalEngine, tmp_path: Path, scheduling: str
+) -> None:
+    """vLLM's own OffloadingConnector built by the test (its CPU tier of OFFLOAD_BLOCKS
+    blocks), its worker played at the level of jobs as the run played it (Offload: each
+    job's JOB_STEPS, a flush and a synchronous load before the forward pass): the export
+    of a mutant's failure (a finished load never taken, E5) fails on the mutant and passes
+    on the release."""
+    features = dataclasses.replace(
+        offloading.setup.features(VLLM.features),
+        drafts=0,
+        connectors=("offloading",),
+        load_failures=("fail",),
+        sessions=0,
+    )
+    text = _exported_mutant(offloading, tmp_path, "recv_ignored", scheduling, features)
+    assert 'kv_connector="OffloadingConnector"' in text and "JOB_STEPS = {" in text
 
 
 def _exported_mutant(

@@ -228,7 +228,7 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
         features = vllm.setup.features(VLLM.features)  # the drafters it runs, settled
         features = features if mutant.drafts else replace(features, drafts=0)
         features = (
-            replace(features, load_failures=("fail",))
+            replace(features, connectors=(mutant.connector,), load_failures=("fail",))
             if mutant.connector
             else replace(features, connectors=(), load_failures=())
         )

@@ -21,6 +21,11 @@ from schedcheck.engine.strategies import (
     EXTERNAL_HIT,
     LOAD_FAILED,
     LOOKUP_WAIT,
+    OFFLOAD_FLUSH,
+    OFFLOAD_HIT,
+    OFFLOAD_PREEMPTION,
+    OFFLOAD_REUSED,
+    OFFLOAD_STORE,
     SAVE_PREEMPTION,
     TRANSFER_ABORT,
 )
@@ -28,6 +33,13 @@ from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.workload import EngineWorkload
 from tests.engine.vllm_engine import local_vllm
+
+
+def release() -> tuple[int, ...]:
+    import vllm
+
+    return tuple(int(x) for x in str(vllm.__version__).split(".")[:2])
+
 
 pytestmark = pytest.mark.vllm
 FINDINGS = Path(__file__).resolve().parent.parent.parent / "findings"
@@ -48,7 +60,8 @@ def test_the_connector_passes_a_bounded_search_under_the_fail_policy(vllm: Local
     setup = vllm.setup
     assert setup.load_failures == ("recompute", "fail")
     features = replace(setup.features(VLLM.features), drafts=0, load_failures=("fail",))
-    assert features.connectors == ("simulated",)
+    assert features.connectors[0] == "simulated"
+    features = replace(features, connectors=("simulated",))
     found = search_engine(vllm, 600, CHECKS, True, features, setup.modes)
     assert found.failure is None, found.failure[1].report()
     for label in (EXTERNAL_HIT, ASYNC_LOAD, LOAD_FAILED.format("fail"), DELAYED_FREE, LOOKUP_WAIT):
@@ -79,7 +92,16 @@ def test_the_recompute_policy_findings_fail_where_the_ledger_says(
 def test_features_connector_is_warmed_up_only_when_drawn(vllm: LocalEngine) -> None:
     none = argparse.Namespace(async_scheduling=None, runner=None, modes=None, features="spec")
     assert vllm_setup(None, none).connectors == ()
-    assert vllm_setup(None, EVERY).connectors == ("simulated",)
+    # schedcheck's connector wherever the release registers one by module path; its own
+    # offloading connector where that speaks the job protocol (0.2x on)
+    drawn = vllm_setup(None, EVERY).connectors
+    assert drawn[0] == "simulated" and set(drawn) <= {"simulated", "offloading"}
+    import vllm as installed
+
+    from schedcheck.engine.vllm.modes import release as read_release
+
+    has = read_release(Path(installed.__file__).parent.parent)
+    assert ("offloading" in drawn) == has.offloading
 
 
 def test_vllm_17_is_found_where_the_ledger_says(vllm: LocalEngine) -> None:
@@ -95,5 +117,41 @@ def test_vllm_17_is_found_where_the_ledger_says(vllm: LocalEngine) -> None:
     found = check_engine(vllm.run(saved), CHECKS)
     if tuple(int(x) for x in release.__version__.split(".")[:2]) < (0, 31):
         assert found and (found[0].check, found[0].step) == ("E5", 8), found
+    else:
+        assert found == [], found
+
+
+def test_vllm_s_own_offloading_connector_passes_a_bounded_search(vllm: LocalEngine) -> None:
+    """vLLM's OffloadingConnector with its CPU tier (the job protocol: where the release has
+    it), every mode: stores, loads back from the tier, flushes of jobs whose blocks were
+    handed on, a tier block evicted and stored over, preemptions while stores run: every
+    check holds (0.25 to 0.32 fail VLLM-18 first; 0.2x's priority policy VLLM-03, E13)."""
+    if "offloading" not in vllm.setup.connectors:
+        pytest.skip("this release's offloading connector does not speak the job protocol")
+    if release() < (0, 33):
+        pytest.skip("0.25 to 0.32 fail VLLM-18 (test_vllm_18 below holds its replay)")
+    features = replace(
+        vllm.setup.features(VLLM.features), drafts=0, connectors=("offloading",), sessions=0
+    )
+    found = search_engine(vllm, 1000, CHECKS, True, features, vllm.setup.modes)
+    assert found.failure is None, found.failure[1].report()
+    for label in (OFFLOAD_STORE, OFFLOAD_HIT, OFFLOAD_FLUSH, OFFLOAD_REUSED, OFFLOAD_PREEMPTION):
+        assert found.reached[label], f"never reached: {label}"
+
+
+def test_vllm_18_crashes_where_the_ledger_says(vllm: LocalEngine) -> None:
+    """findings/VLLM_18.json (docs/findings.md): a prefix-cache reset (its running requests
+    preempted, the offload tier kept) preempts r5, which the same schedule() admits again
+    with a load from the tier; the connector's flush of preempted requests' jobs asserts
+    they are stores (`assert self._jobs[any_jid].is_store`): the engine core dies. 0.25 to
+    0.32 fail it; 0.33 leaves the step's new loads out of the flush."""
+    if "offloading" not in vllm.setup.connectors:
+        pytest.skip("this release's offloading connector does not speak the job protocol")
+    saved = EngineWorkload.from_json((FINDINGS / "VLLM_18.json").read_text())
+    trace = vllm.run(saved)
+    found = check_engine(trace, CHECKS)
+    if release() < (0, 33):
+        assert found and (found[0].check, found[0].step) == ("E6", 7), found
+        assert "is_store" in found[0].message or "AssertionError" in found[0].message
     else:
         assert found == [], found

@@ -70,6 +70,8 @@ class Core:
         self.made = 0  # the Requests made: each one's arrival_time, in the order sent
         self.params = {}  # a session's name -> (max_tokens, ignore_eos, priority, stop)
         self.streamed = {}  # name -> every token its client was streamed, turn after turn
+        self.worker, self.reports = None, {}  # a KV connector's worker; its output by step
+        self.n = 0  # the step
 
     def arrival(self):
         self.made += 1
@@ -92,6 +94,7 @@ class Core:
         return getattr(self.scheduler, "has_requests", self.scheduler.has_unfinished_requests)()
 
     def step(self, n, seen):
+        self.n = n
         self.finish(self.again)
         self.again = []
         if not ASYNC or self.has_requests():
@@ -113,6 +116,9 @@ class Core:
 
     def compute(self, out):
         self.stale()
+        if self.worker is not None:  # a KV connector's worker, before the forward pass
+            self.worker.begin(out, self.n)
+            self.reports[id(out)] = self.worker.output()
         self.scheduled, sampled, rejected = {}, {}, {}
         if WORKER_DRAFTS:  # the v2 runner's rows: a request added (or re-added) zeroed
             for name in {*out.finished_req_ids, *(getattr(out, "preempted_req_ids", None) or ())}:
@@ -153,7 +159,8 @@ class Core:
             self.scheduler.finish_requests(self.landing, RequestStatus.FINISHED_ABORTED)
             self.again, self.landing = self.landing, []
         order = list(out.num_scheduled_tokens)
-        made = self.scheduler.update_from_output(out, runner_output(order, sampled))
+        said = self.reports.pop(id(out), None)  # its KV connector's worker's, if any
+        made = self.scheduler.update_from_output(out, runner_output(order, sampled, said))
         for outputs in (made or {}).values():  # what each client is streamed
             for output in getattr(outputs, "outputs", ()):
                 self.streamed.setdefault(output.request_id, []).extend(output.new_token_ids)
@@ -202,9 +209,10 @@ def block_hash(obj):
     return digest
 
 
-def runner_output(order, sampled):
+def runner_output(order, sampled, kv_connector_output=None):
     """The step's ModelRunnerOutput: the tokens each request in `sampled` got, none for a
-    chunk short of its end. (0.11: numpy arrays and no defaults; 0.34: no req_id_to_index.)"""
+    chunk short of its end; with a KV connector, its worker's output. (0.11: numpy arrays
+    and no defaults; 0.34: no req_id_to_index.)"""
     fields = {f.name: f for f in dataclasses.fields(ModelRunnerOutput)}
     tokens = [list(sampled[name]) if name in sampled else [] for name in order]
     if "ndarray" in str(fields["sampled_token_ids"].type):
@@ -219,8 +227,67 @@ def runner_output(order, sampled):
     }
     if "req_id_to_index" in fields:
         more["req_id_to_index"] = {name: i for i, name in enumerate(order)}
+    if kv_connector_output is not None:
+        more["kv_connector_output"] = kv_connector_output
     return ModelRunnerOutput(req_ids=list(order), sampled_token_ids=tokens, **more)
 '''
+
+# vLLM's own OffloadingConnector with a CPU tier: its scheduler side is vLLM's; its worker,
+# which needs a GPU, is played here at the level of jobs, as the run played it: a job ends
+# as a step starts (a synchronous load, or one the step's metadata flushes, at once; any
+# other its request's JOB_STEPS after it started), reported with that step's output
+OFFLOAD_WORKER = '''
+
+class Offload:
+    """The OffloadingConnector's worker side, at the level of its TransferJobs."""
+
+    def __init__(self):
+        self.pending, self.ended = [], []  # (due step, job id, request, an async load)
+
+    def begin(self, out, n):
+        """The step's metadata: end the jobs due or flushed, start its own."""
+        meta = out.kv_connector_metadata
+        flush = set(meta.jobs_to_flush or ())
+        self.ended = [j for j in self.pending if j[0] <= n or j[1] in flush]
+        self.pending = [j for j in self.pending if not (j[0] <= n or j[1] in flush)]
+        for kind, jobs in (("load", meta.load_jobs), ("store", meta.store_jobs)):
+            for job_id, job in jobs.items():
+                steps = JOB_STEPS[job.req_id][0 if kind == "load" else 1]
+                sync = kind == "load" and getattr(job, "sync", False)
+                entry = (n + max(steps, 1), job_id, job.req_id, kind == "load" and not sync)
+                (self.ended if sync or job_id in flush else self.pending).append(entry)
+
+    def output(self):
+        """What the worker reports: the jobs done, the requests whose loads all are."""
+        loading = {req for _, _, req, is_load in self.pending if is_load}
+        loaded = {req for _, _, req, is_load in self.ended if is_load and req not in loading}
+        done = {job_id: 1 for _, job_id, _, _ in self.ended}
+        meta = OffloadingWorkerMetadata(completed_jobs=done) if done else None
+        return KVConnectorOutput(finished_recving=loaded or None, kv_connector_worker_meta=meta)
+'''
+
+OFFLOAD_CONFIG = """page = FullAttentionSpec(
+    block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float32
+).page_size_bytes
+align = CPUOffloadingSpec.BLOCK_SIZE_ALIGNMENT
+failure = {}
+if "kv_load_failure_policy" in {f.name for f in dataclasses.fields(KVTransferConfig)}:
+    failure["kv_load_failure_policy"] = LOAD_FAILURE
+transfer = KVTransferConfig(
+    kv_connector="OffloadingConnector", kv_role="kv_both",
+    kv_connector_extra_config={
+        "cpu_bytes_to_use": OFFLOAD_BLOCKS * -(-page // align) * align, "block_size": BLOCK_SIZE,
+    },
+    **failure,
+)
+"""
+
+OFFLOAD_TENSORS = """# the tier's chunks sized by the KV tensors where one is a layer set (0.2x)
+if "shared_by" in {f.name for f in dataclasses.fields(KVCacheTensor)}:
+    tensors = [KVCacheTensor(size=spec.page_size_bytes * NUM_BLOCKS, shared_by=["layer.0"])]
+else:
+    tensors = []
+"""
 
 # The n-gram method: its proposer needs no draft model, so its config builds on a CPU; the
 # drafts are the test's (DRAFTS), handed over as the engine core hands the worker's.
@@ -269,11 +336,11 @@ scheduler_config = SchedulerConfig(
     max_model_len=MAX_MODEL_LEN, is_encoder_decoder=False, enable_chunked_prefill=True,
     async_scheduling=False, policy=POLICY,
 )
-{speculative}vllm_config = VllmConfig(
+{speculative}{offload_config}vllm_config = VllmConfig(
     model_config=model_config,
     cache_config=CacheConfig(block_size=BLOCK_SIZE, enable_prefix_caching=True),
     scheduler_config=scheduler_config,
-    device_config=DeviceConfig(device="cpu"),{spec_arg}
+    device_config=DeviceConfig(device="cpu"),{spec_arg}{transfer_arg}
 )
 vllm_config.cache_config.num_gpu_blocks = NUM_BLOCKS
 vllm_config.scheduler_config.async_scheduling = ASYNC  # after the CPU platform's hook
@@ -281,7 +348,9 @@ spec = FullAttentionSpec(
     block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float32
 )
 groups = [KVCacheGroupSpec(["layer.0"], spec)]
-kv_cache_config = KVCacheConfig(num_blocks=NUM_BLOCKS, kv_cache_tensors=[], kv_cache_groups=groups)
+{offload_tensors}kv_cache_config = KVCacheConfig(
+    num_blocks=NUM_BLOCKS, kv_cache_tensors={tensors}, kv_cache_groups=groups
+)
 init_none_hash(block_hash)
 more = {}
 if "block_size" in inspect.signature(Scheduler).parameters:  # not in 0.11.0
@@ -351,9 +420,31 @@ return {
 }"""
 
 
-def _imports(imported: str, drafts: bool) -> str:
-    """The test's imports: its scheduler class's, and speculative decoding's where it drafts."""
+def _imports(imported: str, drafts: bool, offloading: bool = False) -> str:
+    """The test's imports: its scheduler class's, speculative decoding's where it drafts,
+    the offloading connector's where it offloads."""
     text = IMPORTS.replace("{imported}", imported)
+    if offloading:
+        text = (
+            text.replace(
+                "from vllm.config import CacheConfig,",
+                "from vllm.config import KVTransferConfig\n"
+                "from vllm.distributed.kv_transfer.kv_connector.v1.offloading.common import (\n"
+                "    OffloadingWorkerMetadata,\n)\n"
+                "from vllm.config import CacheConfig,",
+            )
+            .replace(
+                "from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, "
+                "KVCacheGroupSpec",
+                "from vllm.v1.kv_cache_interface import (\n    FullAttentionSpec, KVCacheConfig, "
+                "KVCacheGroupSpec, KVCacheTensor,\n)\n"
+                "from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec",
+            )
+            .replace(
+                "from vllm.v1.outputs import ModelRunnerOutput",
+                "from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput",
+            )
+        )
     if drafts:
         text = text.replace(
             "from vllm.config import CacheConfig, DeviceConfig, ModelConfig, SchedulerConfig, "
@@ -417,24 +508,48 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         "\n    num_speculative_tokens_per_batch_size=SCHEDULE," if w.draft_schedule else "",
     )
     propose = "" if not w.drafts or mode.overlapped else PROPOSE_HELD if held else PROPOSE
+    offloading = w.connector == "offloading"
+    if offloading:  # vLLM's own connector, its worker played as the run played it
+        facts += [
+            f"OFFLOAD_BLOCKS = {w.offload_blocks}  # the CPU tier's size, in blocks",
+            f"LOAD_FAILURE = {w.load_failure!r}  # kv_load_failure_policy",
+            "# the steps each load job and each store job of a request takes",
+            f"JOB_STEPS = { ({r.name: (r.load, r.save) for r in w.requests})!r}",
+        ]
     release = _release(setup)
+    build = (
+        BUILD.replace("{cls}", cls)
+        .replace("{speculative}", speculative if w.drafts else "")
+        .replace("{spec_arg}", "\n    speculative_config=speculative," if w.drafts else "")
+        .replace("{offload_config}", OFFLOAD_CONFIG if offloading else "")
+        .replace("{transfer_arg}", "\n    kv_transfer_config=transfer," if offloading else "")
+        .replace("{offload_tensors}", OFFLOAD_TENSORS if offloading else "")
+        .replace("{tensors}", "tensors" if offloading else "[]")
+    )
+    if offloading:
+        build = build.replace(
+            "return Core(scheduler)", "core = Core(scheduler)\ncore.worker = Offload()\nreturn core"
+        )
     return Rendered(
         engine=release,
         title=f"vLLM {release.removeprefix('vllm==')} ({mode.name})" if "==" in release else "",
-        imports=_imports(imported, bool(w.drafts)) + "\n" + "\n".join(facts),
-        helpers=CORE.strip().replace("{propose}", propose),
-        build_body=BUILD.replace("{cls}", cls)
-        .replace("{speculative}", speculative if w.drafts else "")
-        .replace("{spec_arg}", "\n    speculative_config=speculative," if w.drafts else ""),
+        imports=_imports(imported, bool(w.drafts), offloading) + "\n" + "\n".join(facts),
+        helpers=CORE.strip().replace("{propose}", propose)
+        + (OFFLOAD_WORKER.rstrip() if offloading else ""),
+        build_body=build,
         spec=True,
         add_body=ADD_SESSION if sessions else ADD,
         send_body=SEND,
+        connectors=("offloading",),
         abort_body=ABORT,
         reset_body=RESET,
         step_body="engine.step(n, seen)",
         pool_body=POOL,
         state_body="return engine.state()",
-        done_body="return not engine.scheduler.get_num_unfinished_requests() and not engine.queue",
+        # with a connector the engine core steps while its jobs run (has_requests)
+        done_body="return not engine.has_requests() and not engine.queue"
+        if offloading
+        else "return not engine.scheduler.get_num_unfinished_requests() and not engine.queue",
         unfinished_body="return [n for n, r in requests.items() if not r.is_finished()]",
         # a session's Request holds its last turn's output: its client was streamed all
         outputs_body=(

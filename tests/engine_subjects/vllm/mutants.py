@@ -5,6 +5,7 @@ that must catch it (tests/engine/test_vllm.py). Written against vLLM's v1 API (0
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -22,7 +23,8 @@ class VllmMutant(NamedTuple):
     # its modes are searched in the one the release has)
     protocol: str = ""
     drafts: bool = False  # searched with speculative decoding drawn (--features spec)
-    connector: bool = False  # searched with a KV connector drawn (--features connector)
+    # searched with this KV connector drawn (--features connector; "": none)
+    connector: str = ""
     sessions: bool = False  # searched with streaming-input sessions drawn (--features sessions)
 
     def on(self, has: tuple[str, ...]) -> tuple[str, ...]:
@@ -70,6 +72,33 @@ def abort_not_told(scheduler: Any) -> None:
         return finished(request)
 
     scheduler._connector_finished = skipped
+
+
+def flush_dropped(scheduler: Any) -> None:
+    """vLLM's own offloading connector never asks its worker to flush a job before a step
+    writes into the job's blocks: its metadata's jobs_to_flush emptied."""
+    connector = scheduler.connector
+    if connector is None:  # a workload without one
+        return
+    build = connector.build_connector_meta
+
+    def unflushed(scheduler_output: Any) -> Any:
+        meta = build(scheduler_output)
+        meta.jobs_to_flush = set()
+        return meta
+
+    connector.build_connector_meta = unflushed
+
+
+def recv_ignored(scheduler: Any) -> None:
+    """The worker's report that a request's asynchronous load is done never reaches the
+    waiting pass: its finished_recving dropped (the request waits for its KV for good)."""
+    update = scheduler._update_from_kv_xfer_finished
+
+    def dropped(output: Any) -> Any:
+        return update(dataclasses.replace(output, finished_recving=None))
+
+    scheduler._update_from_kv_xfer_finished = dropped
 
 
 def chunk_without_kv(scheduler: Any) -> None:
@@ -413,7 +442,7 @@ MUTANTS = (
         "a finished request's blocks freed while the connector's save of them runs",
         save_freed_early,
         modes=("sync-v2", "async-v2"),
-        connector=True,
+        connector="simulated",
     ),
     VllmMutant(
         "invalid_block_counted",
@@ -421,7 +450,7 @@ MUTANTS = (
         "blocks whose load failed left counted as computed (KV connector)",
         invalid_block_counted,
         modes=("sync-v2",),
-        connector=True,
+        connector="simulated",
     ),
     VllmMutant(
         "abort_not_told",
@@ -429,7 +458,23 @@ MUTANTS = (
         "an aborted request's end not told to the KV connector",
         abort_not_told,
         modes=("sync-v2",),
-        connector=True,
+        connector="simulated",
+    ),
+    VllmMutant(
+        "flush_dropped",
+        "E18",
+        "an offloading job not flushed before its blocks are written again",
+        flush_dropped,
+        modes=("sync-v2", "async-v2"),
+        connector="offloading",
+    ),
+    VllmMutant(
+        "recv_ignored",
+        "E5",
+        "an asynchronous load's end never taken by the waiting pass",
+        recv_ignored,
+        modes=("sync-v2", "async-v2"),
+        connector="offloading",
     ),
     # streaming-input sessions (issue 50), with no max_model_len cap drawn (a session that
     # grows past it livelocks the release: VLLM-14)
