@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from schedcheck.engine import story
@@ -290,7 +291,7 @@ def _requests(w: EngineWorkload) -> list[str]:
             _literal("ABORTS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(aborts.items())])
         )
         landing = {r.name for r in w.requests if r.abort and r.abort_in_step}
-        lines.append(f"LANDING = {landing or 'set()'}  # aborts that land while their step runs")
+        lines.append(f"LANDING = {_names(landing)}  # aborts that land while their step runs")
     return lines
 
 
@@ -306,6 +307,12 @@ def _sent(w: EngineWorkload) -> dict[int, list[str]]:
             if not (r.abort and r.abort < step):
                 sent.setdefault(step, []).append(f"({r.name!r}, {chunk})")
     return sent
+
+
+def _names(names: Iterable[str]) -> str:
+    """A set of names as a literal, in order (a set's own repr differs between runs)."""
+    ordered = sorted(set(names))
+    return "{" + ", ".join(map(repr, ordered)) + "}" if ordered else "set()"
 
 
 KV_KEPT = "(block, slot) -> the tokens whose last one's KV it holds, as the model left it"
@@ -503,9 +510,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         expected = {r.name: list(w.alone(r)) for r in w.requests}
         lines.append(f"ALONE = {expected!r}  # each request's output run alone")
         aborted = sorted(r.name for r in w.requests if r.abort)
-        lines.append(
-            f"ABORTED = {set(aborted) or 'set()'}  # their output is right where it is a prefix"
-        )
+        lines.append(f"ABORTED = {_names(aborted)}  # their output is right where it is a prefix")
     if rendered.helpers.strip():
         lines += ["", "", rendered.helpers.strip()]
     if w.drafts:

@@ -499,7 +499,8 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         facts.append(f"DRAFT_FOLDER = {DRAFT_FOLDERS[w.drafter]!r}")
     sessions = sorted(r.name for r in w.requests if r.session)
     if sessions:
-        facts.append(f"SESSIONS = {set(sessions)}  # streaming-input sessions (resumable)")
+        named = ", ".join(map(repr, sessions))  # in order: the file reads the same every time
+        facts.append(f"SESSIONS = {{{named}}}  # streaming-input sessions (resumable)")
     if w.draft_schedule:  # the proposer drafts what the scheduler asks (Core.asked)
         schedule = [list(e) for e in w.draft_schedule]
         facts.append(f"SCHEDULE = {schedule!r}  # [first, last batch size, drafts] ranges")
