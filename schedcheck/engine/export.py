@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 import textwrap
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from schedcheck.engine import story
