@@ -233,7 +233,8 @@ def main() -> None:
     parser.add_argument(
         "--features",
         action="append",
-        help="passed to `schedcheck engine` (e.g. spec); given twice, two searches of one install",
+        help="passed to `schedcheck engine` (e.g. spec; 'connector;connector=offloading' adds "
+        "--connector=offloading); given twice, two searches of one install",
     )
     parser.add_argument("--modes", choices=("default", "all"), help="passed likewise")
     parser.add_argument("--out", default="vllm-releases.jsonl")
@@ -246,7 +247,12 @@ def main() -> None:
     rows = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
     done = {(row["release"], key(row["options"])) for row in rows}
     modes = [f"--modes={args.modes}"] if args.modes else []
-    searches = [[f"--features={f}", *modes] for f in args.features or []] or [modes]
+    # a --features value may carry options of its search after ';': "connector;connector=
+    # offloading;load-failure=fail" searches vLLM's own connector alone under the fail policy
+    searches = [
+        [f"--features={f.split(';')[0]}", *(f"--{o}" for o in f.split(";")[1:] if o), *modes]
+        for f in args.features or []
+    ] or [modes]
     for release in args.releases or registry_releases():
         left = [o for o in searches if (release, key(o)) not in done]
         if not left:
