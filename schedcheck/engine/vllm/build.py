@@ -326,7 +326,8 @@ class Build:
         page = self.v.FullAttentionSpec(
             block_size=workload.config.block_size, num_kv_heads=1, head_size=1, dtype=_float32()
         ).page_size_bytes
-        align = int(CPUOffloadingSpec.BLOCK_SIZE_ALIGNMENT)
+        # (none before 0.25: a chunk is its blocks' bytes, unpadded)
+        align = int(getattr(CPUOffloadingSpec, "BLOCK_SIZE_ALIGNMENT", 1))
         return -(-int(page) // align) * align
 
     def speculative(self, workload: EngineWorkload, model_config: Any) -> Any:

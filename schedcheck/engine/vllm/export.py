@@ -269,7 +269,7 @@ class Offload:
 OFFLOAD_CONFIG = """page = FullAttentionSpec(
     block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float32
 ).page_size_bytes
-align = CPUOffloadingSpec.BLOCK_SIZE_ALIGNMENT
+align = getattr(CPUOffloadingSpec, "BLOCK_SIZE_ALIGNMENT", 1)  # (before 0.25: unpadded)
 failure = {}
 if "kv_load_failure_policy" in {f.name for f in dataclasses.fields(KVTransferConfig)}:
     failure["kv_load_failure_policy"] = LOAD_FAILURE
