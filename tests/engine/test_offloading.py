@@ -168,3 +168,26 @@ def test_e10_reads_no_step_that_starts_with_a_prefix_cache_reset() -> None:
     assert found and "fcfs preempts from its tail, r2" in found[0].message, found
     reset = replace(broken, workload=replace(broken.workload, resets=(4,)))
     assert fired(reset, "E10") == []
+
+
+def test_connector_and_load_failure_options_narrow_what_is_drawn_or_name_what_is_not() -> None:
+    """--connector and --load-failure keep those asked of what the run has; one it has not
+    is a usage error naming the option and the value (exit 2, never a traceback: the
+    command catches it after the release's setup too)."""
+    import argparse
+
+    import pytest
+
+    from schedcheck.engine.command import narrowed
+    from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+
+    both = replace(VLLM.features, connectors=("simulated", "offloading"))
+    asked = argparse.Namespace(connector="offloading", load_failure="fail")
+    kept = narrowed(both, asked)
+    assert kept.connectors == ("offloading",) and kept.load_failures == ("fail",)
+    lacking = replace(VLLM.features, connectors=("simulated",))
+    with pytest.raises(ValueError, match=r"--connector offloading: 'offloading' is not drawn"):
+        narrowed(lacking, asked)
+    none = argparse.Namespace(connector=None, load_failure="sometimes")
+    with pytest.raises(ValueError, match=r"--load-failure sometimes: 'sometimes'"):
+        narrowed(both, none)

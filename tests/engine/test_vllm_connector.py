@@ -155,3 +155,26 @@ def test_vllm_18_crashes_where_the_ledger_says(vllm: LocalEngine) -> None:
         assert "is_store" in found[0].message or "AssertionError" in found[0].message
     else:
         assert found == [], found
+
+
+@pytest.mark.parametrize(
+    ("row", "check", "step", "words", "fixed"),
+    [
+        # the engine core stops stepping while a save it delayed a free for still runs
+        ("VLLM_19", "E19", 5, "r4's save started at step 4 had not ended", (0, 22)),
+        # an asynchronous load's count rounded up to the blocks allocated
+        ("VLLM_20", "E2", 5, "r4 attends to position 1 at slot 5, which holds nothing", (0, 18)),
+    ],
+)
+def test_the_older_releases_connector_findings_fail_where_the_ledger_says(
+    vllm: LocalEngine, row: str, check: str, step: int, words: str, fixed: tuple[int, int]
+) -> None:
+    """findings/VLLM_19.json and VLLM_20.json (docs/findings.md): each fails on the releases
+    before its fix (0.17.1, and 0.21.0 for VLLM-19) and passes from it (0.25.0, 0.34.0)."""
+    saved = EngineWorkload.from_json((FINDINGS / f"{row}.json").read_text())
+    found = check_engine(vllm.run(saved), CHECKS)
+    if release() < fixed:
+        assert found and (found[0].check, found[0].step) == (check, step), found
+        assert words in found[0].message, found[0].message
+    else:
+        assert found == [], found
