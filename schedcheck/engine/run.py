@@ -19,6 +19,7 @@ from schedcheck.drive.driver import describe
 from schedcheck.engine.trace import UNDRIVABLE, EngineFailure, EngineStep, EngineTrace
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineRequest, EngineWorkload
+from schedcheck.faults import CheckerError
 
 __all__ = ["Driver", "PlainDriver", "Run", "Stop", "bound"]
 
@@ -137,6 +138,14 @@ class Run:
             raise
         except self.driver.undrivable as e:
             raise Stop(EngineFailure(UNDRIVABLE, self.step, what, str(e))) from None
+        except ImportError as e:
+            if (e.name or "").partition(".")[0] == "schedcheck":  # ours, never the engine's
+                raise CheckerError(
+                    f"schedcheck's own module {e.name} could not be imported where the engine "
+                    f"ran ({what}, step {self.step}): it was not read before the box"
+                ) from None
+            message = describe(e, None, self.driver.source)
+            raise Stop(EngineFailure("E6", self.step, what, message)) from None
         except BaseException as e:
             message = describe(e, None, self.driver.source)
             raise Stop(EngineFailure("E6", self.step, what, message)) from None

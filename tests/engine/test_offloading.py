@@ -191,3 +191,35 @@ def test_connector_and_load_failure_options_narrow_what_is_drawn_or_name_what_is
     none = argparse.Namespace(connector=None, load_failure="sometimes")
     with pytest.raises(ValueError, match=r"--load-failure sometimes: 'sometimes'"):
         narrowed(both, none)
+
+
+def test_an_import_of_schedcheck_s_own_module_failing_in_a_call_is_ours_not_e6() -> None:
+    """A call into the engine that fails importing one of schedcheck's modules (vLLM imports
+    a connector by its module path while a Scheduler is built, in a box that hides what
+    was not read before it) is schedcheck's fault, exit 3; any other ImportError is E6."""
+    import pytest
+
+    from schedcheck.engine.run import Run, Stop
+    from schedcheck.faults import CheckerError
+
+    class Driver:
+        undrivable: tuple[type[BaseException], ...] = ()
+        source = ""
+
+    run = Run(recorded().workload, recorded().traits)
+    run.driver = Driver()  # type: ignore[assignment]
+
+    def ours() -> None:
+        raise ModuleNotFoundError(
+            "No module named 'schedcheck.engine.vllm.connector'",
+            name="schedcheck.engine.vllm.connector",
+        )
+
+    def theirs() -> None:
+        raise ModuleNotFoundError("No module named 'flashinfer'", name="flashinfer")
+
+    with pytest.raises(CheckerError, match="schedcheck's own module"):
+        run.call("Scheduler()", ours)
+    with pytest.raises(Stop) as stopped:
+        run.call("Scheduler()", theirs)
+    assert stopped.value.failure.check == "E6"

@@ -318,6 +318,15 @@ class Build:
             **policy,
         )
 
+    def has_failure_policy(self) -> bool:
+        """Whether the release has a policy for a failed load (kv_load_failure_policy, 0.13
+        on): a failing block is drawn only there."""
+        try:
+            from vllm.config import KVTransferConfig
+        except ImportError:  # 0.11 keeps it in vllm.config's module, not exported
+            from vllm.config.kv_transfer import KVTransferConfig
+        return "kv_load_failure_policy" in {f.name for f in dataclasses.fields(KVTransferConfig)}
+
     def chunk_bytes(self, workload: EngineWorkload) -> int:
         """The bytes of one chunk of vLLM's CPU tier for our one layer's blocks, padded as
         its CPUOffloadingSpec pads them (to its BLOCK_SIZE_ALIGNMENT)."""
