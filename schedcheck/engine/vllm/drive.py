@@ -128,11 +128,15 @@ def drafting(drafter: str, mode: str = "", base: EngineWorkload = WARM[0]) -> En
     )
 
 
-def connected(connector: str, base: EngineWorkload = WARM[0]) -> EngineWorkload:
+def connected(
+    connector: str, base: EngineWorkload = WARM[0], failing: bool = True
+) -> EngineWorkload:
     """`base` (one of WARM) with a KV connector: a store holding its first prompt's prefix,
-    one request loading synchronously, one asynchronously with a block failing, one saved
-    after two steps. The warm-up's connector runs: vLLM imports the connector (and its
-    transfer code) when a Scheduler builds one."""
+    one request loading synchronously, one asynchronously with a block failing (where the
+    release has a policy for a failed load: `failing`), one saved after two steps. The
+    warm-up's connector runs: vLLM imports the connector (and its transfer code) when a
+    Scheduler builds it, which in the box it could not (0.11 and 0.12 refused the failing
+    block's warm-up, so never imported it, until 2026-12-05)."""
     w1, w2, w3 = base.requests
     if connector == "offloading":  # vLLM's own: its tier starts empty, it decides the loads
         return replace(
@@ -147,7 +151,7 @@ def connected(connector: str, base: EngineWorkload = WARM[0]) -> EngineWorkload:
         config=replace(base.config, num_blocks=12),
         requests=(
             replace(w1, save=2),
-            replace(w2, load=1, load_fails=(0,)),
+            replace(w2, load=1, load_fails=(0,) if failing else ()),
             replace(w3, load=0),
         ),
         connector=connector,
@@ -181,7 +185,7 @@ def warm(
     and were told "cannot be driven")."""
     build.prepare_drafters()
     drafts = [drafting(drafter, base=w) for drafter in build.drafters for w in WARM]
-    transfers = [connected(c) for c in connectors]
+    transfers = [connected(c, failing=build.has_failure_policy()) for c in connectors]
     chunked = [in_session()] if sessions else []
     for mode in modes:
         for workload in (*WARM, *drafts, *transfers, *chunked):
