@@ -34,6 +34,7 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
 
 from schedcheck.engine.store import Store
 from schedcheck.engine.trace import Transfer
+from schedcheck.engine.vllm.offloading import block_table as _table
 
 __all__ = ["SchedcheckConnector", "Started"]
 
@@ -124,12 +125,3 @@ class SchedcheckConnector(KVConnectorBase_V1):  # type: ignore[misc]
 
     def wait_for_save(self) -> None:
         raise NotImplementedError("the simulated runner is the worker")
-
-
-def _table(block_ids: Any) -> tuple[int, ...]:
-    """The block ids of the first (only) KV cache group, as vLLM hands them: a list of
-    ints, or one list per group."""
-    ids = list(block_ids)
-    if ids and not isinstance(ids[0], int):
-        ids = list(ids[0])
-    return tuple(int(b) for b in ids)

@@ -24,7 +24,7 @@ from schedcheck.engine.store import Report
 from schedcheck.engine.trace import Transfer
 from schedcheck.engine.workload import EngineWorkload
 
-__all__ = ["Watch", "offloading_config", "worker_output"]
+__all__ = ["Watch", "block_table", "offloading_config", "worker_output"]
 
 # The tier's blocks are chunks of one engine block each (`blocks_per_chunk` 1, vLLM's
 # default): a job moves engine blocks and tier blocks one for one.
@@ -85,7 +85,9 @@ class Watch:
             computed = int(request.num_computed_tokens)
             tokens = tuple(int(t) for t in request.all_token_ids[:computed])
             self.finished[name] = [int(t) for t in request.all_token_ids]
-            self.events.append(Transfer(name, "finished", "start", _table(block_ids), 0, tokens))
+            self.events.append(
+                Transfer(name, "finished", "start", block_table(block_ids), 0, tokens)
+            )
             return said
 
         return request_finished
@@ -151,7 +153,9 @@ def worker_output(report: Report, KVConnectorOutput: Any, OffloadingWorkerMetada
     )
 
 
-def _table(block_ids: Any) -> tuple[int, ...]:
+def block_table(block_ids: Any) -> tuple[int, ...]:
+    """The block ids of the first (only) KV cache group, as vLLM hands a connector them: a
+    list of ints, or one list per group."""
     ids = list(block_ids)
     if ids and not isinstance(ids[0], int):
         ids = list(ids[0])
