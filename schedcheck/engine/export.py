@@ -95,6 +95,12 @@ class Rendered:
     # the KV connectors (workload.CONNECTORS) its test drives: the engine's own, its worker
     # played as the run played it
     connectors: tuple[str, ...] = ()
+    # its state (state_body) carries "copies": each scheduled request as a worker receives
+    # it (E8 is exported only then)
+    copies: bool = False
+    # def failed(engine, requests): the names of the requests the engine failed for a failed
+    # KV load (its policy "fail"); "" where it fails none (a workload that may is not exported)
+    failed_body: str = ""
 
 
 def model_table(
@@ -220,6 +226,11 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
         )
     if check in STATE_READ and not rendered.state_body:
         raise ValueError(f"{check} is not exported for this engine: its test reads no state")
+    if check == "E8" and not rendered.copies:
+        raise ValueError(
+            "E8 is not exported for this engine: what its workers receive is schedcheck's "
+            "simulated runner's, which its test does not play (its replay runs it: --replay)"
+        )
     if any(r.abort for r in w.requests) and not rendered.abort_body:
         raise ValueError("the workload aborts a request, which this engine's test cannot")
     if w.drafts and not rendered.spec:
@@ -228,6 +239,11 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
         raise ValueError("the workload clears the prefix cache, which this engine's test cannot")
     if any(r.session for r in w.requests) and not rendered.send_body:
         raise ValueError("the workload streams input to a session, which this engine's test cannot")
+    if check == "E7" and _failing(w) and not rendered.failed_body:
+        raise ValueError(
+            "the engine may fail a request whose KV load fails, which this engine's test "
+            "cannot tell (its replay runs it: --replay)"
+        )
     if w.connector and check == "E2":
         raise ValueError(
             "E2 of a run with a KV connector reads KV that came through the connector, which "
@@ -244,6 +260,11 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
             f"{check} here is not what the exported test's {name} reads (it states the "
             f"check's main property: {CATALOGUE[check].title})"
         )
+
+
+def _failing(w: EngineWorkload) -> bool:
+    """Whether the engine may fail a request for a failed KV load (check_e7 lets it)."""
+    return w.load_failure == "fail" and any(r.load_fails for r in w.requests)
 
 
 def module_constants(trace: EngineTrace) -> dict[str, Any]:
@@ -318,9 +339,12 @@ def _names(names: Iterable[str]) -> str:
 KV_KEPT = "(block, slot) -> the tokens whose last one's KV it holds, as the model left it"
 
 
-def _loop(check: str, aborts: bool, resets: bool, unfinished: bool, sent: bool) -> list[str]:
+def _loop(
+    check: str, aborts: bool, resets: bool, unfinished: bool, sent: bool, failing: bool = False
+) -> list[str]:
     """The test's loop: arrivals, aborts and resets at their steps, then the step; the
-    property where it reads."""
+    property where it reads (`failing`: E7 lets a request the engine failed for a failed
+    load stop short, as check_e7 does)."""
     lines = ["    engine, requests = build(), {}"]
     watch = "None"
     if check in STATE_READ:
@@ -396,9 +420,11 @@ def _loop(check: str, aborts: bool, resets: bool, unfinished: bool, sent: bool) 
     if check == "E7":
         lines += [
             "    got = outputs(engine, requests)",
+            *(["    errored = failed(engine, requests)  # for a failed load"] if failing else []),
             "    for name, alone in ALONE.items():",
             "        mine = got.get(name)",
-            "        cut = name in ABORTED and mine is not None and mine == alone[: len(mine)]",
+            "        stopped = name in ABORTED" + (" or name in errored" if failing else ""),
+            "        cut = stopped and mine is not None and mine == alone[: len(mine)]",
             '        assert mine == alone or cut, f"{name} produced {mine}, alone {alone}"',
         ]
     return lines
@@ -421,6 +447,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
     ]
     table = model_table(w, computed)
     aborts = any(r.abort for r in w.requests)
+    failing = check == "E7" and _failing(w)
     events = [f"#   step {e.step}: {story.said(e)}" for e in story.events(trace)][:40]
     events = ["# what happened:", *events] if events else []
     scenario = "\n".join(f"# {line}" for line in workload_lines(w))
@@ -534,6 +561,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         *([("pool(engine, requests)", rendered.pool_body)] if check == "E3" else []),
         *([("state(engine, requests)", rendered.state_body)] if check in STATE_READ else []),
         *([("outputs(engine, requests)", rendered.outputs_body)] if check == "E7" else []),
+        *([("failed(engine, requests)", rendered.failed_body)] if failing else []),
     ]
     for head, body in functions:
         lines += ["", "", f"def {head}:\n{_indent(body)}"]
@@ -553,7 +581,7 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         *rendered.decorators,
         f"def test_{_slug(info.title)}():",
         f'    """{info.title[0].upper()}{info.title[1:]} (schedcheck\'s {check})."""',
-        *_loop(check, aborts, bool(w.resets), bool(rendered.unfinished_body), sessions),
+        *_loop(check, aborts, bool(w.resets), bool(rendered.unfinished_body), sessions, failing),
     ]
     return "\n".join(lines) + "\n"
 

@@ -59,11 +59,15 @@ FIXED_IN = {
     "VLLM_14": NOT_FIXED,  # vllm-project/vllm#42489, PR #42502 open: a session past max_model_len
     "VLLM_15": NOT_FIXED,  # vllm-project/vllm PR #49439, open: sessions hold the pool
     "VLLM_16": (0, 32, 0),  # a session's stale block hashes under async scheduling (#49377)
+    "VLLM_13": NOT_FIXED,  # vllm-project/vllm#45138, PR #49252 open: placeholders kept
+    "VLLM_17": (0, 31, 0),  # a finished load behind a queue head it cannot allocate (#45388)
     "VLLM_18": (0, 33, 0),  # the offloading connector's flush leaves a same-step load
+    "VLLM_21": (0, 30, 0),  # preemption cascades over deferred frees (#49674, PR #49675)
 }
 # ... and, where it came later than the first release CI could pin, the first with the bug
 INTRODUCED_IN = {
     "VLLM_06": (0, 22, 0),  # #42117's count of placeholders as frames to discard
+    "VLLM_21": (0, 26, 0),  # #45357's deferred frees (read in 0.26.0's wheel)
 }
 
 CONFTEST = """import functools
@@ -198,6 +202,36 @@ def test_an_offloading_run_s_export_plays_its_worker_and_fails_on_the_mutant_onl
     )
     text = _exported_mutant(offloading, tmp_path, "recv_ignored", scheduling, features)
     assert 'kv_connector="OffloadingConnector"' in text and "JOB_STEPS = {" in text
+
+
+@pytest.fixture(scope="module")
+def connected() -> Iterator[LocalEngine]:
+    """The release with a KV connector registered by module path, and its failure policy."""
+    yield from local_vllm(
+        argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="connector"),
+        lambda s: "simulated" in s.connectors and "fail" in s.load_failures,
+        "this release registers no connector by module path, or has no failure policy",
+    )
+
+
+@pytest.mark.parametrize(("name", "scheduling"), [("invalid_block_counted", "sync")])
+def test_a_run_of_schedcheck_s_connector_is_exported_with_its_connector_written_in(
+    connected: LocalEngine, tmp_path: Path, name: str, scheduling: str
+) -> None:
+    """schedcheck's connector written into the test (StoreConnector, registered by the
+    test's module path) and its worker played as the run played it (Transfers: each
+    request's TRANSFER_STEPS, LOAD_FAILS, a model that reads a failed load's KV says a
+    wrong token): the export of a mutant's failure (blocks whose load failed counted as
+    computed, E7) fails on the mutant and passes on the release."""
+    features = dataclasses.replace(
+        connected.setup.features(VLLM.features),
+        drafts=0,
+        connectors=("simulated",),
+        load_failures=("fail",),
+        sessions=0,
+    )
+    text = _exported_mutant(connected, tmp_path, name, scheduling, features)
+    assert 'kv_connector="StoreConnector"' in text and "LOAD_FAILS = {" in text
 
 
 def _exported_mutant(

@@ -217,6 +217,7 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         ),
         step_body=step,
         state_body=state,
+        copies=True,
         pool_body=(
             "manager = engine.block_manager\n"
             "return {\n"

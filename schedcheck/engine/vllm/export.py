@@ -118,7 +118,6 @@ class Core:
         self.stale()
         if self.worker is not None:  # a KV connector's worker, before the forward pass
             self.worker.begin(out, self.n)
-            self.reports[id(out)] = self.worker.output()
         self.scheduled, sampled, rejected = {}, {}, {}
         if WORKER_DRAFTS:  # the v2 runner's rows: a request added (or re-added) zeroed
             for name in {*out.finished_req_ids, *(getattr(out, "preempted_req_ids", None) or ())}:
@@ -136,7 +135,11 @@ class Core:
             blocks = list(self.scheduler.kv_cache_manager.get_block_ids(name)[0])
             size, written = len(tokens) + len(drafts), tokens + drafts
             self.scheduled[name] = [start, count, size, blocks, len(drafts), written]
-            if drafts and start + count >= len(tokens) + len(drafts):
+            # the model attends to garbage KV a failed load left: it says garbage
+            wrong = self.worker is not None and self.worker.computes(blocks, start, count)
+            if wrong and start + count >= len(tokens):
+                sampled[name] = [garbage(NEXT[tuple(tokens)])]
+            elif drafts and start + count >= len(tokens) + len(drafts):
                 sampled[name] = verify(tokens, drafts)
             elif start + count >= len(tokens):
                 sampled[name] = [NEXT[tuple(tokens[: start + count])]]
@@ -145,6 +148,8 @@ class Core:
                 if WORKER_DRAFTS:  # its proposer, after the step
                     proposed = DRAFTS.get(tuple(tokens + sampled[name]), [])
                     self.held[name] = list(proposed)[: self.asked(out)]
+        if self.worker is not None:  # what it reports with the step's output
+            self.reports[id(out)] = self.worker.output(self.n)
         return out, sampled, set(), rejected
 
     def asked(self, out):
@@ -257,7 +262,11 @@ class Offload:
                 entry = (n + max(steps, 1), job_id, job.req_id, kind == "load" and not sync)
                 (self.ended if sync or job_id in flush else self.pending).append(entry)
 
-    def output(self):
+    def computes(self, blocks, first, count):
+        """Whether a step computing there reads garbage KV: never (no tier load fails)."""
+        return False
+
+    def output(self, n):
         """What the worker reports: the jobs done, the requests whose loads all are."""
         loading = {req for _, _, req, is_load in self.pending if is_load}
         loaded = {req for _, _, req, is_load in self.ended if is_load and req not in loading}
@@ -265,6 +274,178 @@ class Offload:
         meta = OffloadingWorkerMetadata(completed_jobs=done) if done else None
         return KVConnectorOutput(finished_recving=loaded or None, kv_connector_worker_meta=meta)
 '''
+
+# schedcheck's own connector (connector "simulated"): written into the test and registered as
+# users register theirs (kv_connector_module_path: the test's module), both of its sides as
+# the run played them (engine/store.py, vllm/connector.py)
+STORE_CONNECTOR = '''
+
+def table(block_ids):
+    """A request's block ids as a connector is handed them: a list, or one list per group."""
+    ids = list(block_ids)
+    return [int(b) for b in (ids[0] if ids and not isinstance(ids[0], int) else ids)]
+
+
+def slot(ids, p):
+    """The KV slot of position `p` through the block ids `ids` (None: past them)."""
+    if p // BLOCK_SIZE >= len(ids):
+        return None
+    return ids[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE
+
+
+def common(a, b):
+    """The length of the longest common prefix of two token lists."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def garbage(token):
+    """A token the model would not have given: what it says after reading garbage KV."""
+    return 1 if token != 1 else 2 if VOCAB > 1 else 0
+
+
+class Started(KVConnectorMetadata):
+    """A step's connector metadata: the loads and saves its scheduler side started, each
+    (kind, request, block ids, first position moved, tokens)."""
+
+    def __init__(self, transfers):
+        self.transfers = transfers
+
+
+class StoreConnector(KVConnectorBase_V1):
+    """A KV connector over an external store holding the KV of every prefix of STORED's
+    token lists and of what its saves put there. A lookup's hit is the longest prefix held
+    past the tokens computed locally: all of the prompt for an asynchronous load, all but
+    its last token for a synchronous one, none where it spares no computation; a request's
+    first lookups (TRANSFER_STEPS' third) are answered "not yet". A finished request whose
+    TRANSFER_STEPS save is saved: its blocks are kept until the worker reports it done. Its
+    worker side is the test's (Transfers)."""
+
+    def __init__(self, vllm_config, role, *rest, **named):
+        super().__init__(vllm_config, role, *rest, **named)
+        self.held = [tuple(p) for p in STORED]
+        self.waits = {name: steps[2] for name, steps in TRANSFER_STEPS.items()}
+        self.local, self.loading, self.started, self.saving = {}, set(), [], {}
+
+    def get_num_new_matched_tokens(self, request, num_computed_tokens):
+        name, prompt = request.request_id, list(request.prompt_token_ids)
+        if self.waits.get(name, 0) > 0:
+            self.waits[name] -= 1
+            return None, False
+        asynchronous = TRANSFER_STEPS[name][0] > 0
+        longest = max((common(p, prompt) for p in self.held), default=0)
+        most = len(prompt) if asynchronous else len(prompt) - 1
+        hit = 0
+        if min(longest, len(prompt) - 1) > num_computed_tokens:
+            hit = max(0, min(longest, most) - num_computed_tokens)
+        self.local[name] = num_computed_tokens
+        return hit, asynchronous and hit > 0
+
+    def update_state_after_alloc(self, request, blocks, num_external_tokens):
+        if num_external_tokens:
+            name = request.request_id
+            first = self.local.get(name, 0)
+            tokens = list(request.all_token_ids[: first + num_external_tokens])
+            self.started.append(("load", name, table(blocks.get_block_ids()), first, tokens))
+            if TRANSFER_STEPS[name][0]:
+                self.loading.add(name)
+
+    def build_connector_meta(self, scheduler_output):
+        started, self.started = self.started, []
+        return Started(started)
+
+    def request_finished(self, request, block_ids):
+        name, computed, ids = request.request_id, request.num_computed_tokens, table(block_ids)
+        if not TRANSFER_STEPS[name][1] or not computed or not ids or name in self.loading:
+            return False, None  # nothing to save (a load in flight: its KV is not there)
+        tokens = list(request.all_token_ids[:computed])
+        self.started.append(("save", name, ids, 0, tokens))
+        self.saving.setdefault(name, []).append(tokens)
+        return True, None
+
+    def update_connector_output(self, connector_output):
+        self.loading -= set(connector_output.finished_recving or ())
+        for name in connector_output.finished_sending or ():
+            self.held += [tuple(t) for t in self.saving.get(name, ())]
+
+    # its worker side is the test's (Transfers): vLLM's scheduler never calls these
+    def start_load_kv(self, forward_context, **kwargs):
+        raise NotImplementedError
+
+    def wait_for_layer_load(self, layer_name):
+        raise NotImplementedError
+
+    def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
+        raise NotImplementedError
+
+    def wait_for_save(self):
+        raise NotImplementedError
+
+
+class Transfers:
+    """StoreConnector's worker side. A synchronous load ends before its step computes; any
+    other transfer TRANSFER_STEPS steps after its own (1: with that step's output). A load's
+    blocks LOAD_FAILS lists (counted from its first) fail; the KV slots of a failed block,
+    and KV computed reading them, hold garbage."""
+
+    def __init__(self):
+        self.pending, self.ended, self.garbage = [], [], set()
+
+    def begin(self, out, n):
+        for transfer in out.kv_connector_metadata.transfers:
+            kind, name = transfer[0], transfer[1]
+            steps = TRANSFER_STEPS[name][0 if kind == "load" else 1]
+            if kind == "load" and not steps:
+                self.end(transfer)
+            else:
+                self.pending.append((n + max(steps, 1) - 1, transfer))
+
+    def computes(self, blocks, first, count):
+        """A step computes positions first.. of a request through `blocks`: whether it
+        reads garbage KV, whose KV it writes then is garbage too; else it is good now."""
+        bad = any(slot(blocks, p) in self.garbage for p in range(first))
+        slots = {slot(blocks, p) for p in range(first, first + count)} - {None}
+        self.garbage = self.garbage | slots if bad else self.garbage - slots
+        return bad
+
+    def output(self, n):
+        """End the transfers due by step `n`; report those ended since the last report."""
+        for _, transfer in [t for t in self.pending if t[0] <= n]:
+            self.end(transfer)
+        self.pending = [t for t in self.pending if t[0] > n]
+        ended, self.ended = self.ended, []
+        loads = {t[1] for t, _ in ended if t[0] == "load" and TRANSFER_STEPS[t[1]][0]}
+        saves = {t[1] for t, _ in ended if t[0] == "save"}
+        return KVConnectorOutput(
+            finished_sending=saves or None, finished_recving=loads or None,
+            invalid_block_ids={b for _, failed in ended for b in failed},
+        )
+
+    def end(self, transfer):
+        kind, name, ids, first, tokens = transfer
+        failed = set()
+        if kind == "load" and first < len(tokens):
+            moved = ids[first // BLOCK_SIZE : (len(tokens) - 1) // BLOCK_SIZE + 1]
+            failed = {b for i, b in enumerate(moved) if i in LOAD_FAILS.get(name, ())}
+            for p in range(first, len(tokens)):  # what it loaded is good KV now
+                if slot(ids, p) is not None:
+                    bad = ids[p // BLOCK_SIZE] in failed
+                    (self.garbage.add if bad else self.garbage.discard)(slot(ids, p))
+        self.ended.append((transfer, failed))
+'''
+
+STORE_CONFIG = """failure = {}
+if "kv_load_failure_policy" in {f.name for f in dataclasses.fields(KVTransferConfig)}:
+    failure["kv_load_failure_policy"] = LOAD_FAILURE
+transfer = KVTransferConfig(
+    kv_connector="StoreConnector", kv_connector_module_path=__name__, kv_role="kv_both",
+    **failure,
+)
+"""
 
 OFFLOAD_CONFIG = """page = FullAttentionSpec(
     block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float32
@@ -420,30 +601,37 @@ return {
 }"""
 
 
-def _imports(imported: str, drafts: bool, offloading: bool = False) -> str:
-    """The test's imports: its scheduler class's, speculative decoding's where it drafts,
-    the offloading connector's where it offloads."""
+def _imports(imported: str, drafts: bool, connector: str = "") -> str:
+    """The test's imports: its scheduler class's, speculative decoding's where it drafts, a
+    KV connector's where it runs one (vLLM's offloading connector, or its interface for the
+    test's own)."""
     text = IMPORTS.replace("{imported}", imported)
-    if offloading:
-        text = (
-            text.replace(
-                "from vllm.config import CacheConfig,",
-                "from vllm.config import KVTransferConfig\n"
-                "from vllm.distributed.kv_transfer.kv_connector.v1.offloading.common import (\n"
-                "    OffloadingWorkerMetadata,\n)\n"
-                "from vllm.config import CacheConfig,",
-            )
-            .replace(
-                "from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, "
-                "KVCacheGroupSpec",
-                "from vllm.v1.kv_cache_interface import (\n    FullAttentionSpec, KVCacheConfig, "
-                "KVCacheGroupSpec, KVCacheTensor,\n)\n"
-                "from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec",
-            )
-            .replace(
-                "from vllm.v1.outputs import ModelRunnerOutput",
-                "from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput",
-            )
+    if connector:
+        text = text.replace(
+            "from vllm.v1.outputs import ModelRunnerOutput",
+            "from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput",
+        )
+    if connector == "simulated":
+        text = text.replace(
+            "from vllm.config import CacheConfig,",
+            "from vllm.config import KVTransferConfig\n"
+            "from vllm.distributed.kv_transfer.kv_connector.v1.base import (\n"
+            "    KVConnectorBase_V1,\n    KVConnectorMetadata,\n)\n"
+            "from vllm.config import CacheConfig,",
+        )
+    if connector == "offloading":
+        text = text.replace(
+            "from vllm.config import CacheConfig,",
+            "from vllm.config import KVTransferConfig\n"
+            "from vllm.distributed.kv_transfer.kv_connector.v1.offloading.common import (\n"
+            "    OffloadingWorkerMetadata,\n)\n"
+            "from vllm.config import CacheConfig,",
+        ).replace(
+            "from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, "
+            "KVCacheGroupSpec",
+            "from vllm.v1.kv_cache_interface import (\n    FullAttentionSpec, KVCacheConfig, "
+            "KVCacheGroupSpec, KVCacheTensor,\n)\n"
+            "from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec",
         )
     if drafts:
         text = text.replace(
@@ -510,38 +698,54 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     )
     propose = "" if not w.drafts or mode.overlapped else PROPOSE_HELD if held else PROPOSE
     offloading = w.connector == "offloading"
+    if w.connector:
+        facts.append(f"LOAD_FAILURE = {w.load_failure!r}  # kv_load_failure_policy")
     if offloading:  # vLLM's own connector, its worker played as the run played it
         facts += [
             f"OFFLOAD_BLOCKS = {w.offload_blocks}  # the CPU tier's size, in blocks",
-            f"LOAD_FAILURE = {w.load_failure!r}  # kv_load_failure_policy",
             "# the steps each load job and each store job of a request takes",
             f"JOB_STEPS = { ({r.name: (r.load, r.save) for r in w.requests})!r}",
+        ]
+    elif w.connector:  # the test's own connector, both sides as the run played them
+        steps = {r.name: (r.load, r.save, r.lookup_wait) for r in w.requests}
+        fails = {r.name: r.load_fails for r in w.requests if r.load_fails}
+        facts += [
+            f"VOCAB = {w.vocab}  # the model's tokens: 1..VOCAB",
+            f"STORED = {[list(p) for p in w.stored]!r}  # the external store holds their KV",
+            "# the steps each request's load (0: synchronous) and save (0: none) take, and",
+            "# the lookups of it its connector answers 'not yet'",
+            f"TRANSFER_STEPS = {steps!r}",
+            f"LOAD_FAILS = {fails!r}  # the blocks of a load that fail, counted from its first",
         ]
     release = _release(setup)
     build = (
         BUILD.replace("{cls}", cls)
         .replace("{speculative}", speculative if w.drafts else "")
         .replace("{spec_arg}", "\n    speculative_config=speculative," if w.drafts else "")
-        .replace("{offload_config}", OFFLOAD_CONFIG if offloading else "")
-        .replace("{transfer_arg}", "\n    kv_transfer_config=transfer," if offloading else "")
+        .replace(
+            "{offload_config}",
+            OFFLOAD_CONFIG if offloading else STORE_CONFIG if w.connector else "",
+        )
+        .replace("{transfer_arg}", "\n    kv_transfer_config=transfer," if w.connector else "")
         .replace("{offload_tensors}", OFFLOAD_TENSORS if offloading else "")
         .replace("{tensors}", "tensors" if offloading else "[]")
     )
-    if offloading:
+    if w.connector:
+        worker = "Offload()" if offloading else "Transfers()"
         build = build.replace(
-            "return Core(scheduler)", "core = Core(scheduler)\ncore.worker = Offload()\nreturn core"
+            "return Core(scheduler)", f"core = Core(scheduler)\ncore.worker = {worker}\nreturn core"
         )
+    helpers = {"offloading": OFFLOAD_WORKER, "simulated": STORE_CONNECTOR}.get(w.connector, "")
     return Rendered(
         engine=release,
         title=f"vLLM {release.removeprefix('vllm==')} ({mode.name})" if "==" in release else "",
-        imports=_imports(imported, bool(w.drafts), offloading) + "\n" + "\n".join(facts),
-        helpers=CORE.strip().replace("{propose}", propose)
-        + (OFFLOAD_WORKER.rstrip() if offloading else ""),
+        imports=_imports(imported, bool(w.drafts), w.connector) + "\n" + "\n".join(facts),
+        helpers=CORE.strip().replace("{propose}", propose) + helpers.rstrip(),
         build_body=build,
         spec=True,
         add_body=ADD_SESSION if sessions else ADD,
         send_body=SEND,
-        connectors=("offloading",),
+        connectors=("offloading", "simulated"),
         abort_body=ABORT,
         reset_body=RESET,
         step_body="engine.step(n, seen)",
@@ -549,9 +753,12 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         state_body="return engine.state()",
         # with a connector the engine core steps while its jobs run (has_requests)
         done_body="return not engine.has_requests() and not engine.queue"
-        if offloading
+        if w.connector
         else "return not engine.scheduler.get_num_unfinished_requests() and not engine.queue",
         unfinished_body="return [n for n, r in requests.items() if not r.is_finished()]",
+        # the fail policy's request: FINISHED_ERROR
+        failed_body="return {n for n, r in requests.items()\n"
+        "        if r.status == RequestStatus.FINISHED_ERROR}",
         # a session's Request holds its last turn's output: its client was streamed all
         outputs_body=(
             "return {n: engine.streamed.get(n, []) if n in SESSIONS else list(r.output_token_ids)"
@@ -572,6 +779,15 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
                 else " (the v1 runner's own copy of each request's tokens is not played: where "
                 "a scheduler bug makes it differ from the scheduler's, the test may not fail "
                 "as schedcheck's run did)"
+            ),
+            *(
+                (
+                    "the KV connector, by StoreConnector, written in the test over an external "
+                    "store of token lists, its worker played by Transfers as schedcheck's run "
+                    "played it: a model reading KV a failed load left says a wrong token",
+                )
+                if w.connector == "simulated"
+                else ()
             ),
         ),
     )
