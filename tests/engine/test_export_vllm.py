@@ -63,11 +63,13 @@ FIXED_IN = {
     "VLLM_17": (0, 31, 0),  # a finished load behind a queue head it cannot allocate (#45388)
     "VLLM_18": (0, 33, 0),  # the offloading connector's flush leaves a same-step load
     "VLLM_21": (0, 30, 0),  # preemption cascades over deferred frees (#49674, PR #49675)
+    "VLLM_22": (0, 27, 0),  # the offloading connector dies on an unscheduled abort (#49118)
 }
 # ... and, where it came later than the first release CI could pin, the first with the bug
 INTRODUCED_IN = {
     "VLLM_06": (0, 22, 0),  # #42117's count of placeholders as frames to discard
-    "VLLM_21": (0, 26, 0),  # #45357's deferred frees (read in 0.26.0's wheel)
+    "VLLM_21": (0, 27, 0),  # deferred frees (0.26, #45357) and stale output dropped (0.27)
+    "VLLM_22": (0, 26, 0),  # 0.26 keeps a finished request's state for _build_store_jobs
 }
 
 CONFTEST = """import functools
