@@ -100,9 +100,13 @@ class Watch:
         sync: set[int] = set()
         for kind, jobs in (("load", meta.load_jobs), ("save", meta.store_jobs)):
             for job_id, job in jobs.items():
-                gpu, tier = (
-                    (job.dst_spec, job.src_spec) if kind == "load" else (job.src_spec, job.dst_spec)
+                # (src_spec, dst_spec): fields from 0.25, a `transfer_spec` pair before
+                src, dst = (
+                    (job.src_spec, job.dst_spec)
+                    if hasattr(job, "src_spec")
+                    else tuple(job.transfer_spec)
                 )
+                gpu, tier = (dst, src) if kind == "load" else (src, dst)
                 started.append(self._transfer(int(job_id), kind, str(job.req_id), gpu, tier))
                 if kind == "load" and getattr(job, "sync", False):
                     sync.add(int(job_id))
