@@ -317,16 +317,13 @@ def _requests(w: EngineWorkload) -> list[str]:
 
 
 def _sent(w: EngineWorkload) -> dict[int, list[str]]:
-    """Each step's chunks and closes, in the order the run sends them (run.py's loop: a
-    request's chunk before its close; nothing after its client aborted it)."""
+    """Each step's chunks and closes, in the order the run sends them
+    (EngineRequest.sends)."""
     sent: dict[int, list[str]] = {}
     for r in w.requests:
-        if not r.session:
-            continue
-        said = [(step, repr(list(chunk))) for step, chunk in r.chunks] + [(r.closed_at, "None")]
-        for step, chunk in said:
-            if not (r.abort and r.abort < step):
-                sent.setdefault(step, []).append(f"({r.name!r}, {chunk})")
+        for step, chunk in r.sends():
+            said = "None" if chunk is None else repr(list(chunk))
+            sent.setdefault(step, []).append(f"({r.name!r}, {said})")
     return sent
 
 

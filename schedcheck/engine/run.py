@@ -195,14 +195,13 @@ class Run:
             for request in requests:
                 if request.name not in added:
                     continue
-                if request.abort and request.abort < self.step:
-                    continue  # its client aborted it: it sends nothing more (vLLM's output
-                    # processor aborts a late chunk's request: a stream once ended stays so)
-                for step, chunk in request.chunks:
-                    if step == self.step:
+                for step, chunk in request.sends():  # a chunk before its close
+                    if step != self.step:
+                        continue
+                    if chunk is None:
+                        driver.close_session(request)
+                    else:
                         driver.send_chunk(request, chunk)
-                if request.session and request.closed_at == self.step:
-                    driver.close_session(request)
                 if request.abort == self.step:
                     driver.abort(request)
             if self.step in self.workload.resets:

@@ -131,6 +131,17 @@ class EngineRequest:
         """The step its close is sent at (a session's)."""
         return self.close or (self.chunks[-1][0] if self.chunks else 0)
 
+    def sends(self) -> tuple[tuple[int, tuple[int, ...] | None], ...]:
+        """What a session's client sends, in order: each chunk at its step, then its close
+        (None) at `closed_at`; nothing at a step after its client aborted it (vLLM's output
+        processor aborts a late chunk's request: a stream once ended stays so)."""
+        if not self.session:
+            return ()
+        said = (*self.chunks, (self.closed_at, None))
+        return tuple(
+            (step, chunk) for step, chunk in said if not (self.abort and self.abort < step)
+        )
+
     @property
     def total(self) -> int:
         """The most tokens its sequence holds: its prompt, its chunks and every turn's
