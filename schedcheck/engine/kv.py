@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from schedcheck.engine.layers import Layer
 from schedcheck.engine.trace import EngineTrace, Pool, Scheduled, Transfer, computed_on
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
@@ -41,6 +42,11 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
         for p in range(len(s))
     }
     tier: dict[int, Written] = {}  # an offload tier's KV, by its own slot (Transfer.remote)
+    # a hybrid model's (issue 51): the KV cache group whose layer wrote each slot, where it
+    # is not the full-attention group (0); one pool, so a block one group freed may hold
+    # another group's KV next
+    layers = trace.workload.hybrid()
+    owner: dict[int, int] = {}
     for step in trace.steps:
         ended = [t for t in step.transfers if t.phase == "end"]
         # before the step computes: the loads the worker finished, and every job that ended
@@ -50,6 +56,9 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 (_load_job if t.kind == "load" else _store_job)(t, slots, tier, bs, step.step)
             elif t.kind == "load":
                 _load(t, slots, store, bs, step.step)
+            if t.kind == "load":  # full attention's KV now (a connector loads no other)
+                for p in t.moved:
+                    owner.pop(_table_slot(t.table, p, bs) or -1, None)
         # nano-vllm's decode writes into the table's last block, whatever p says
         last = runner.decode == "last-block" and not step.is_prefill
         copies = (*step.copies, *[None] * len(step.scheduled))  # a failed step has fewer
@@ -65,15 +74,21 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                     if seq.name in step.tainted
                     else (p, tokens[: p + 1], seq.name, step.step)
                 )
+                owner.pop(slot, None)
+            _write_groups(seq, tokens, layers, slots, owner, bs, step.step)
         for seq, tokens in zip(step.scheduled, computed, strict=True):
             if seq.name in step.tainted:
                 continue  # it read a failed load's garbage: what it said is E7's to judge
+            found_wrong = _read_groups(seq, tokens, layers, slots, owner, bs, step.step)
+            if found_wrong is not None:
+                yield found_wrong
+                continue
             _, end = span(seq)
             for q in range(min(end, len(tokens))):
                 slot = _slot(seq, q, bs)
                 want = tokens[: q + 1]
                 found = slots.get(slot) if slot is not None else None
-                if holds(found, q, want):
+                if holds(found, q, want) and (slot is None or slot not in owner):
                     continue
                 where = "outside its block table" if slot is None else f"slot {slot}"
                 yield Violation(
@@ -90,6 +105,64 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 _save(t, slots, store, bs, step.step)
         if trace.traits.hashes_name_prefixes and step.after_postprocess is not None:
             yield from _promised(step.after_postprocess, slots, bs, step.step, trace.traits)
+
+
+def _write_groups(
+    seq: Scheduled,
+    tokens: tuple[int, ...],
+    layers: tuple[Layer, ...],
+    slots: dict[int, Written],
+    owner: dict[int, int],
+    bs: int,
+    step: int,
+) -> None:
+    """A hybrid model's other layers write the KV of every position the step computes,
+    each into its own group's blocks (`seq.groups`, in the order of the workload's layers)."""
+    start, end = span(seq)
+    for g, (layer, table) in enumerate(zip(layers, seq.groups, strict=False), start=1):
+        for p in range(start, min(end, len(tokens))):
+            slot = _table_slot(table, p, bs)
+            if slot is not None:
+                slots[slot] = (p, tokens[: p + 1], f"{seq.name}'s {layer} layer", step)
+                owner[slot] = g
+
+
+def _read_groups(
+    seq: Scheduled,
+    tokens: tuple[int, ...],
+    layers: tuple[Layer, ...],
+    slots: dict[int, Written],
+    owner: dict[int, int],
+    bs: int,
+    step: int,
+) -> Violation | None:
+    """Each of a hybrid model's other layers attends, for every position the step
+    computes, to the positions its kind reads (layers.py: a window's last W, a chunk's
+    own), through its group's table: each must hold what that layer wrote there for the
+    sequence's own prefix. A block wholly outside what it reads is not read (the engine
+    may have freed it and put its null block there)."""
+    start, end = span(seq)
+    end = min(end, len(tokens))
+    if end <= start:
+        return None
+    for g, (layer, table) in enumerate(zip(layers, seq.groups, strict=False), start=1):
+        for q in range(layer.reads(start).start, end):
+            slot = _table_slot(table, q, bs)
+            want = tokens[: q + 1]
+            found = slots.get(slot) if slot is not None else None
+            if holds(found, q, want) and slot is not None and owner.get(slot) == g:
+                continue
+            where = "outside its block table" if slot is None else f"slot {slot}"
+            return Violation(
+                "E2",
+                step,
+                "model runner",
+                f"{seq.name}'s {layer} layer attends to position {q} at {where} (its group "
+                f"{g} block table {list(table)}), which holds {held(found)}, not position {q} "
+                f"of its own {show(want)}",
+                (seq.name,),
+            )
+    return None
 
 
 GARBAGE = -1

@@ -28,6 +28,9 @@ class Scheduled(NamedTuple):
     # speculative decoding: the last `drafts` of token_ids are the draft tokens this step
     # computes after the request's own (scheduled for it, not yet verified)
     drafts: int = 0
+    # a hybrid model's (issue 51): the block table of each of its other layers' KV cache
+    # groups, in the order of the workload's `layers` (block_table is full attention's)
+    groups: tuple[tuple[int, ...], ...] = ()
 
     @property
     def own(self) -> tuple[int, ...]:
@@ -249,7 +252,7 @@ class EngineTrace:
                 {
                     "step": s.step,
                     "is_prefill": s.is_prefill,
-                    "scheduled": [list(x) for x in s.scheduled],
+                    "scheduled": [_scheduled(x) for x in s.scheduled],
                     "copies": [list(c) for c in s.copies],
                     "sampled": list(s.sampled),
                     "after_schedule": pool(s.after_schedule),
@@ -312,8 +315,16 @@ class EngineTrace:
                     int(s["step"]),
                     bool(s["is_prefill"]),
                     tuple(
-                        Scheduled(str(n), int(c), int(k), tup(t) or (), tup(b) or (), *map(int, d))
-                        for n, c, k, t, b, *d in s["scheduled"]
+                        Scheduled(
+                            str(n),
+                            int(c),
+                            int(k),
+                            tup(t) or (),
+                            tup(b) or (),
+                            int(rest[0]) if rest else 0,
+                            tuple(tup(g) or () for g in (rest[1] if len(rest) > 1 else ())),
+                        )
+                        for n, c, k, t, b, *rest in s["scheduled"]
                     ),
                     tuple(
                         Copy(tup(t), _int(lt), _int(c), _int(k), tup(b), _int(nt))
@@ -336,6 +347,14 @@ class EngineTrace:
             {k: tup(v) or () for k, v in data["outputs"].items()},
             None if failure is None else EngineFailure(**failure),
         )
+
+
+def _scheduled(x: Scheduled) -> list[Any]:
+    """A scheduled sequence as saved: a hybrid model's group tables last, where it has
+    them (a trace saved before them has none)."""
+    said: list[Any] = [x.name, x.num_cached, x.num_scheduled, list(x.token_ids)]
+    said += [list(x.block_table), x.drafts]
+    return [*said, [list(g) for g in x.groups]] if x.groups else said
 
 
 def _progress(e: list[Any]) -> Progress:

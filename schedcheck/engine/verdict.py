@@ -7,6 +7,7 @@ from typing import Protocol
 
 from schedcheck.engine import story
 from schedcheck.engine.checks import CATALOGUE, check_engine
+from schedcheck.engine.layers import Layer
 from schedcheck.engine.trace import UNDRIVABLE, EngineStep, EngineTrace
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import DRAFTERS, EngineRequest, EngineWorkload
@@ -101,6 +102,12 @@ def report(violation: Violation, trace: EngineTrace) -> str:
     return "\n".join(lines)
 
 
+def _layer(layer: Layer) -> str:
+    if layer.kind == "window":
+        return f"a sliding window of {layer.size} tokens"
+    return f"chunked local attention in chunks of {layer.size} tokens"
+
+
 def workload_lines(w: EngineWorkload) -> list[str]:
     """The workload as the report says it: its config, one line per request, what happens
     to the engine at which step, the model's rule."""
@@ -132,6 +139,15 @@ def workload_lines(w: EngineWorkload) -> list[str]:
         ),
         f"  model: next token = crc32 of the sequence so far; eos (0) when it is < "
         f"{w.eos_per_16} mod 16, else 1..{w.vocab}",
+        *(
+            [
+                "  layers: full attention, "
+                + ", ".join(_layer(layer) for layer in w.hybrid())
+                + " (a KV cache group each)"
+            ]
+            if w.layers
+            else []
+        ),
         *(
             [
                 f"  speculative decoding: up to {w.drafts} drafts a step (num_speculative_tokens),"

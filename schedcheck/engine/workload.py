@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from schedcheck.engine.layers import Layer
 from schedcheck.model.workload import blocks_for
 
 EOS = 0
@@ -190,6 +191,14 @@ class EngineWorkload:
     # connector; it starts empty). A request's `load` and `save` are then the steps each
     # of its load and store jobs takes (at least 1, ending at a step's start)
     offload_blocks: int = 0
+    # a hybrid model (issue 51; layers.py): the kinds of layer it has beside full
+    # attention, each a KV cache group of its own ("window:W", "chunk:C"); empty: a model
+    # of full attention alone
+    layers: tuple[str, ...] = ()
+
+    def hybrid(self) -> tuple[Layer, ...]:
+        """Its layers beside full attention (layers.py)."""
+        return tuple(Layer.parse(t) for t in self.layers)
 
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
@@ -478,6 +487,18 @@ class EngineWorkload:
             for p in self.stored
             if not 0 < len(p) <= 64 or any(t < 0 for t in p)
         )
+        kinds = []
+        for text in self.layers:
+            try:
+                layer = Layer.parse(text)
+            except ValueError as e:
+                found.append(str(e))
+                continue
+            if layer.size > 64:
+                found.append(f"layer {text!r}: its size {layer.size} is more than 64 tokens")
+            kinds.append(layer.kind)
+        if len(set(kinds)) != len(kinds):
+            found.append(f"layers {list(self.layers)} name a kind twice: one layer of each kind")
         return found
 
     def to_dict(self) -> dict[str, Any]:
@@ -533,6 +554,7 @@ class EngineWorkload:
             tuple(tuple(map(int, p)) for p in data.get("stored", ())),
             str(data.get("load_failure", "recompute")),
             int(data.get("offload_blocks", 0)),
+            tuple(map(str, data.get("layers", ()))),
         )
 
     @classmethod
