@@ -82,6 +82,26 @@ def pool_problem(pool: Pool, bs: int) -> tuple[str, tuple[str, ...]] | None:
             if any(h == name for h, _ in holders.get(b, [])):
                 return f"{name}'s block table holds block {b} twice: {list(table)}", (name,)
             holders.setdefault(b, []).append((name, index))
+    group_of = {b: 0 for b in holders}  # the KV cache group whose tables hold each block
+    for name, others in pool.groups.items():  # a hybrid model's other groups (issue 51)
+        for g, table in enumerate(others, start=1):
+            mine: set[int] = set()
+            for index, b in enumerate(table):
+                if b in reserved:
+                    continue  # the null block where the group freed what it no longer reads
+                if b in mine:
+                    return (
+                        f"{name}'s group {g} block table holds block {b} twice: {list(table)}",
+                        (name,),
+                    )
+                if group_of.setdefault(b, g) != g:
+                    return (
+                        f"block {b} is held by KV cache groups {group_of[b]} and {g} at once "
+                        f"({name}'s group {g} block table {list(table)}): one pool, one owner",
+                        (name,),
+                    )
+                mine.add(b)
+                holders.setdefault(b, []).append((name, index))
     for b, block in enumerate(pool.blocks):
         held = holders.get(b, [])
         if b in reserved:

@@ -115,6 +115,10 @@ class Pool(NamedTuple):
     # the waiting requests in a queue of their own, taken first (vLLM 0.20 to 0.30's
     # skipped_waiting: a request waiting for remote KV, say): listed in `waiting` too
     aside: tuple[str, ...] = ()
+    # a hybrid model's (issue 51): each sequence's block tables of its other layers' KV
+    # cache groups, in the order of the workload's `layers` (`tables` are full attention's;
+    # a group's table may hold the reserved null block where it freed what it no longer reads)
+    groups: dict[str, tuple[tuple[int, ...], ...]] = {}  # noqa: RUF012 (never mutated)
 
 
 class DraftStats(NamedTuple):
@@ -242,6 +246,11 @@ class EngineTrace:
                     "progress": [list(e) for e in p.progress],
                     **({"deferred": list(p.deferred)} if p.deferred else {}),
                     **({"aside": list(p.aside)} if p.aside else {}),
+                    **(
+                        {"groups": {n: [list(t) for t in g] for n, g in p.groups.items()}}
+                        if p.groups
+                        else {}
+                    ),
                 }
             )
 
@@ -304,6 +313,7 @@ class EngineTrace:
                 tuple(_progress(e) for e in p.get("progress", ())),
                 tup(p.get("deferred")) or (),
                 tuple(map(str, p.get("aside", ()))),
+                {n: tuple(tup(t) or () for t in g) for n, g in p.get("groups", {}).items()},
             )
 
         steps = []

@@ -13,6 +13,7 @@ import pytest
 
 from schedcheck.engine import registry
 from schedcheck.engine.adapter import Adapter
+from schedcheck.engine.layers import KINDS
 from schedcheck.engine.nanovllm.runners import RUNNERS as NANO_RUNNERS
 from schedcheck.engine.runner import Decode, Span
 from schedcheck.engine.vllm.drive import RUNNER as VLLM_RUNNER
@@ -24,8 +25,9 @@ CORE = sorted(ROOM.glob("*.py"))
 ADAPTERS = sorted(d for d in ROOM.iterdir() if (d / "__init__.py").is_file())
 # Every engine's and runner's name the core could be tempted to branch on; less the words
 # that are a runner rule's values too (nano-vllm's runner "mixed" is named after its decode
-# rule, which the core does read: Runner.decode == "mixed").
-RULES = {*typing.get_args(Span), *typing.get_args(Decode)}
+# rule, which the core does read: Runner.decode == "mixed"), and a hybrid model's layer
+# kinds (nano-vllm's runner "window" shares a word with the sliding-window layer: Layer.kind)
+RULES = {*typing.get_args(Span), *typing.get_args(Decode), *KINDS}
 NAMES = {*registry.names(), *NANO_RUNNERS, VLLM_RUNNER.name, "nano-vllm", "nano_vllm", "vLLM"}
 NAMES -= RULES
 

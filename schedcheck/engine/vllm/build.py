@@ -27,6 +27,7 @@ from typing import Any
 
 from schedcheck.engine.store import Report
 from schedcheck.engine.trace import DraftStats
+from schedcheck.engine.vllm.hybrid import hybrid_config
 from schedcheck.engine.vllm.modes import ARCHITECTURE, Mode, v2_only
 from schedcheck.engine.vllm.offloading import offloading_config, worker_output
 from schedcheck.engine.workload import EOS, EngineRequest, EngineWorkload
@@ -252,11 +253,17 @@ class Build:
             if "shared_by" in {f.name for f in dataclasses.fields(KVCacheTensor)}:
                 size = spec.page_size_bytes * c.num_blocks
                 tensors = [KVCacheTensor(size=size, shared_by=["layer.0"])]
-        kv_cache_config = v.KVCacheConfig(
-            num_blocks=c.num_blocks,
-            kv_cache_tensors=tensors,
-            kv_cache_groups=[v.KVCacheGroupSpec(["layer.0"], spec)],
-        )
+        groups: tuple[int, ...] = (0,)
+        if workload.layers:  # a hybrid model: its groups laid out by vLLM's planner
+            if workload.connector:
+                raise NoSuchMode("a hybrid model with a KV connector is not driven yet")
+            kv_cache_config, groups = hybrid_config(workload, vllm_config, spec, NoSuchMode, v)
+        else:
+            kv_cache_config = v.KVCacheConfig(
+                num_blocks=c.num_blocks,
+                kv_cache_tensors=tensors,
+                kv_cache_groups=[v.KVCacheGroupSpec(["layer.0"], spec)],
+            )
         hashes = Hashes()
         v.kv_cache_utils.init_none_hash(hashes)
         scheduler = (v.AsyncScheduler if mode.overlapped else v.Scheduler)(
@@ -276,6 +283,7 @@ class Build:
             raise NoSuchMode(f"vLLM {self.version}'s Scheduler has no v2 runner protocol")
         elif mode.protocol == "v1" and self.v2_only:
             raise NoSuchMode(f"vLLM {self.version} has no v1 model runner (v2 only)")
+        scheduler.schedcheck_groups = groups  # each layer's group: full attention's first
         scheduler.schedcheck_hasher = v.kv_cache_utils.get_request_block_hasher(
             c.block_size, hashes
         )
@@ -626,6 +634,19 @@ class _Vllm:
         #   behaviour, which the driver plays;
         # - 0.11.0's Scheduler reads the block size off the cache config (no block_size);
         self.takes_block_size: bool = "block_size" in inspect.signature(self.Scheduler).parameters
+        # a hybrid model's layer specs and vLLM's planner (hybrid.py), imported now: never
+        # for the first time in a box, whose uid may read nothing new
+        from vllm.v1.kv_cache_interface import ChunkedLocalAttentionSpec, SlidingWindowSpec
+
+        self.SlidingWindowSpec, self.ChunkedLocalAttentionSpec = (
+            SlidingWindowSpec,
+            ChunkedLocalAttentionSpec,
+        )
+        try:  # 0.34: planning moved out of kv_cache_utils
+            from vllm.v1.core import kv_cache_planning
+        except ImportError:
+            kv_cache_planning = None
+        self.kv_cache_planning: Any = kv_cache_planning
         reset = inspect.signature(self.Scheduler.reset_prefix_cache).parameters
         self.resets_running: bool = "reset_running_requests" in reset
         fields = {f.name: f for f in dataclasses.fields(self.ModelRunnerOutput)}

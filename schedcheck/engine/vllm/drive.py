@@ -569,7 +569,7 @@ class VllmDriver:
         computation starts at (num_computed_tokens, which schedule() has advanced by the
         step's count, less that count), its block ids in the KV cache manager."""
         request, n = self.requests[name], int(out.num_scheduled_tokens[name])
-        table = self.scheduler.kv_cache_manager.get_block_ids(name)[0]
+        full, *others = self.tables(name)
         landing = [b for b in reversed(self.queue) if name in b.sampled and name not in b.dropped]
         flight = [token for b in landing for token in b.sampled[name]]
         # drafts in flight that the runner rejected: async scheduling counts them computed
@@ -581,9 +581,16 @@ class VllmDriver:
             int(request.num_computed_tokens) - n - rejected,
             n,
             (*(int(t) for t in request.all_token_ids), *flight, *drafts),
-            tuple(int(b) for b in table),
+            full,
             len(drafts),
+            tuple(others),
         )
+
+    def tables(self, name: str) -> list[tuple[int, ...]]:
+        """The request's block tables in the KV cache manager: full attention's, then a
+        hybrid model's other layers' groups in the workload's order (hybrid.py)."""
+        ids = self.scheduler.kv_cache_manager.get_block_ids(name)
+        return [tuple(int(b) for b in ids[g]) for g in self.scheduler.schedcheck_groups]
 
     def in_flight(self, name: str, extra: Batch | None = None) -> int:
         """The positions `name` has in flight: tokens sampled in batches not yet updated,
@@ -614,10 +621,7 @@ class VllmDriver:
                     if b.ref_cnt > 0 and b.block_id not in reserved
                 )
             ),
-            {
-                n: tuple(int(b) for b in manager.get_block_ids(n)[0]) if n in live else ()
-                for n in self.requests
-            },
+            {n: self.tables(n)[0] if n in live else () for n in self.requests},
             {n: tuple(r.all_token_ids) for n, r in self.requests.items()},
             {n: _status(r) for n, r in self.requests.items()},
             (),
@@ -641,6 +645,9 @@ class VllmDriver:
                 for b in blocks
             ),
             tuple(str(r.request_id) for r in getattr(self.scheduler, "skipped_waiting", ()) or ()),
+            {n: tuple(self.tables(n)[1:]) for n in self.requests if n in live}
+            if self.workload.layers
+            else {},
         )
 
     @staticmethod

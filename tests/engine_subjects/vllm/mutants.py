@@ -55,6 +55,16 @@ def save_freed_early(scheduler: Any) -> None:
     scheduler._connector_finished = dropped
 
 
+def window_frees_inside(scheduler: Any) -> None:
+    """A sliding-window manager that counts one token too many out of the window: a block
+    whose last position the next step still reads is freed, the null block in its place
+    (a hybrid model's, issue 51)."""
+    for manager in scheduler.kv_cache_manager.coordinator.single_type_managers:
+        if type(manager).__name__ == "SlidingWindowManager":
+            skipped = manager.get_num_skipped_tokens
+            manager.get_num_skipped_tokens = lambda n, skipped=skipped: skipped(n) + 1
+
+
 def invalid_block_counted(scheduler: Any) -> None:
     """Blocks whose load failed left counted as computed: the worker's invalid_block_ids
     ignored (no request rolled back or failed, its sample kept)."""

@@ -1,0 +1,84 @@
+"""A hybrid model's KV cache config for vLLM (issue 51): the workload's layers
+(engine/layers.py) as vLLM's layer specs, one full-attention layer and one layer of each
+other kind, laid out into KV cache groups by vLLM's own planner, as its engine core lays
+out a model's (`get_kv_cache_configs` and, from 0.34, `get_global_kv_cache_groups` in
+`v1/core/kv_cache_planning.py`; before, in `v1/core/kv_cache_utils.py`; then
+`generate_scheduler_kv_cache_config`), never by hand: the groups, their order and the
+pool's size are the ones vLLM would choose.
+
+The hybrid KV cache manager is on, as on a GPU and on vLLM's CPU platform: a machine whose
+vLLM build finds no device of its own gets an `UnspecifiedPlatform`, which turns it off in
+VllmConfig, and nothing past the planner reads the switch (`disable_hybrid_kv_cache_manager`
+is read in `get_kv_cache_groups` only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schedcheck.engine.layers import Layer
+from schedcheck.engine.workload import EngineWorkload
+
+__all__ = ["hybrid_config"]
+
+FULL = "layer.0"  # the full-attention layer's name; the others' "layer.1", ...
+
+
+def hybrid_config(
+    workload: EngineWorkload,
+    vllm_config: Any,
+    full_spec: Any,
+    refused: type[Exception],
+    vllm: Any,
+) -> tuple[Any, tuple[int, ...]]:
+    """vLLM's KVCacheConfig for the workload's model, and the group of each layer in the
+    workload's order (full attention's first). `vllm`: the release's names, imported before
+    any box (Build: its SlidingWindowSpec, ChunkedLocalAttentionSpec, kv_cache_utils and,
+    0.34 on, kv_cache_planning). `refused`: raised, with vLLM's words, where its planner
+    refuses the layout (a pool too small for a request of max_model_len, say)."""
+    kv_cache_utils, planning = vllm.kv_cache_utils, vllm.kv_cache_planning
+    c = workload.config
+    specs: dict[str, Any] = {FULL: full_spec}
+    for i, layer in enumerate(workload.hybrid(), start=1):
+        specs[f"layer.{i}"] = _spec(
+            layer, full_spec, vllm.SlidingWindowSpec, vllm.ChunkedLocalAttentionSpec
+        )
+    vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = False
+    cache = vllm_config.cache_config
+    if hasattr(cache, "get_resolved_kv_cache_layout") and cache.kv_cache_layout is None:
+        cache.kv_cache_layout = "LBNHC"  # (0.29 on) the engine core's, for default backends
+    memory = c.num_blocks * max(s.page_size_bytes for s in specs.values())
+    try:
+        if planning is not None:  # 0.34: grouping is a step of its own
+            groups = planning.get_global_kv_cache_groups(vllm_config, [specs])
+            configs = planning.get_kv_cache_configs(vllm_config, [specs], [memory], groups)
+        else:
+            configs = kv_cache_utils.get_kv_cache_configs(vllm_config, [specs], [memory])
+    except (ValueError, NotImplementedError, AssertionError) as e:
+        said = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        raise refused(f"vLLM refuses the layout {list(workload.layers)}: {said}") from None
+    config = kv_cache_utils.generate_scheduler_kv_cache_config(configs)
+    owner = {
+        name: g for g, group in enumerate(config.kv_cache_groups) for name in group.layer_names
+    }
+    order = tuple(owner[name] for name in specs)
+    if len(set(order)) != len(order) or order[0] != 0 or config.num_blocks != c.num_blocks:
+        raise refused(
+            f"vLLM laid out the layers {list(specs)} into groups {order} of "
+            f"{config.num_blocks} blocks: schedcheck plays a group a layer, full "
+            f"attention's first, of {c.num_blocks} blocks"
+        )
+    return config, order
+
+
+def _spec(layer: Layer, full: Any, window: Any, chunk: Any) -> Any:
+    """The layer's vLLM spec, its page the full-attention layer's (one pool)."""
+    base = {
+        "block_size": full.block_size,
+        "num_kv_heads": full.num_kv_heads,
+        "head_size": full.head_size,
+        "dtype": full.dtype,
+    }
+    if layer.kind == "window":
+        return window(**base, sliding_window=layer.size)
+    return chunk(**base, attention_chunk_size=layer.size)

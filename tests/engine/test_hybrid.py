@@ -1,0 +1,141 @@
+"""A hybrid model in vLLM (issue 51): a run of vLLM 0.34.0's real Scheduler with its
+hybrid KV cache manager, laid out by its own planner (engine/vllm/hybrid.py), recorded here
+(tests/engine_subjects/vllm/hybrid_trace.json: plain data, no vLLM needed), quiet under
+every check, and broken one way at a time: E2 fires on a window's block freed while the
+window still reads it, E3 on a block two groups hold at once. With vLLM installed (marked
+`vllm`): the run's workload replayed on the release passes (as recorded, and in sync mode), and
+on a mutant whose window manager frees one token too early, E2 fires (sync mode: async
+scheduling frees on the tokens processed, which hides it).
+
+The recorded run (async-v2, 16 blocks of 2, budget 4, two running; layers: full attention
+and a sliding window of 3 tokens): r1 [1 2 1 2 1] decodes six tokens; r2 [1 2 1 2 1 1]
+arrives at step 2 and hits r1's first two blocks (the window's first as the null block);
+r3 [2 1] arrives at step 3 and waits for a slot. The window group frees the blocks that
+slid out of it (the null block, 0, in their place), and the full-attention group is handed
+them next: one pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from schedcheck.engine.adapter import EngineSetup
+from schedcheck.engine.checks import check_engine
+from schedcheck.engine.export import export_test
+from schedcheck.engine.local import LocalEngine
+from schedcheck.engine.trace import EngineStep, EngineTrace
+from schedcheck.engine.verdict import EngineVerdict
+from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+from schedcheck.invariants.violation import Violation
+from tests.engine.recorded_runs import CHECKS, at, fired
+from tests.engine.recorded_runs import recorded as recorded_run
+from tests.engine.vllm_engine import local_vllm
+from tests.engine_subjects.vllm.mutants import window_frees_inside
+
+
+def recorded() -> EngineTrace:
+    return recorded_run("hybrid_trace.json")
+
+
+def test_the_recorded_run_is_what_the_docstring_says_and_every_check_holds() -> None:
+    trace = recorded()
+    assert trace.workload.layers == ("window:3",) and check_engine(trace, CHECKS) == []
+    step2 = {s.name: s for s in trace.steps[1].scheduled}
+    assert step2["r2"].block_table[:2] == step2["r1"].block_table[:2]  # r2's prefix hit
+    assert step2["r2"].groups[0][0] == 0  # the window's first block: the null block
+    # a block the window freed is handed to full attention next
+    window = {b for s in trace.steps for x in s.scheduled for g in x.groups for b in g} - {0}
+    full = {b for s in trace.steps for x in s.scheduled for b in x.block_table}
+    assert window & full, (window, full)
+    again = EngineTrace.from_dict(json.loads(json.dumps(trace.to_dict())))
+    assert again == trace
+
+
+def test_a_hybrid_model_s_run_is_not_exported_and_the_reason_is_said() -> None:
+    trace = recorded()
+    verdict = EngineVerdict(trace, [Violation("E5", 3, "end of run", "as the test says")])
+    setup = EngineSetup(root="/nowhere", package="vllm", runner="v2", runner_from="the test")
+    rendered = VLLM.render(setup, trace)
+    assert not isinstance(rendered, str)
+    with pytest.raises(ValueError, match=r"a hybrid model.s run .* is not exported yet"):
+        export_test(verdict, rendered, "vLLM", "schedcheck engine --engine vllm")
+
+
+def test_e2_fires_on_a_window_block_freed_while_the_window_reads_it() -> None:
+    # step 5: r1 computes position 7; its window of 3 reads 5..7, and position 5 is in
+    # block 6 (positions 4, 5), which the break frees (the null block in its place)
+    def freed(step: EngineStep) -> EngineStep:
+        scheduled = tuple(
+            s._replace(groups=((0, 0, 0, 11),)) if s.name == "r1" else s for s in step.scheduled
+        )
+        return EngineStep(
+            step.step,
+            step.is_prefill,
+            scheduled,
+            step.copies,
+            step.sampled,
+            step.after_schedule,
+            step.after_postprocess,
+            step.schedules,
+            step.draft_stats,
+        )
+
+    found = fired(at(recorded(), 5, freed), "E2")
+    assert found and found[0].step == 5, found
+    assert "r1's window:3 layer attends to position 5 at slot 1" in found[0].message
+
+
+def test_e3_fires_on_a_block_two_groups_hold_at_once() -> None:
+    def shared(step: EngineStep) -> EngineStep:
+        pool = step.after_postprocess
+        assert pool is not None
+        groups = dict(pool.groups)
+        full = pool.tables["r3"]
+        groups["r3"] = ((full[0], *groups["r3"][0][1:]),)  # r3's full block as its window's
+        return EngineStep(
+            step.step,
+            step.is_prefill,
+            step.scheduled,
+            step.copies,
+            step.sampled,
+            step.after_schedule,
+            pool._replace(groups=groups),
+            step.schedules,
+        )
+
+    found = fired(at(recorded(), 8, shared), "E3")
+    assert found and "is held by KV cache groups 0 and 1 at once" in found[0].message, found
+
+
+@pytest.fixture(scope="module")
+def vllm() -> Iterator[LocalEngine]:
+    yield from local_vllm(
+        argparse.Namespace(async_scheduling=None, runner=None, modes="all", features=""),
+        lambda s: "async-v2" in s.modes,
+        "this release has no async-v2 mode",
+    )
+
+
+@pytest.mark.vllm
+def test_the_release_passes_the_run_and_a_window_freed_too_early_is_e2(
+    vllm: LocalEngine,
+) -> None:
+    workload = recorded().workload
+    assert check_engine(vllm.run(workload), CHECKS) == []
+    # in sync mode: async scheduling frees on the tokens processed, one behind, which
+    # hides a count one token too many
+    workload = replace(workload, config=replace(workload.config, mode="sync-v2"))
+    assert check_engine(vllm.run(workload), CHECKS) == []
+    build = vllm.loaded.build
+    build.patch = window_frees_inside
+    try:
+        found = check_engine(vllm.run(workload), CHECKS)
+    finally:
+        build.patch = None
+    assert found and found[0].check == "E2", found
+    assert "window:3 layer attends to position" in found[0].message, found[0].message
