@@ -45,8 +45,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
     # a hybrid model's (issue 51): the KV cache group whose layer wrote each slot, where it
     # is not the full-attention group (0); one pool, so a block one group freed may hold
     # another group's KV next
-    layers = trace.workload.hybrid()
-    owner: dict[int, int] = {}
+    groups = _Groups(trace.workload.hybrid(), slots, bs)
     for step in trace.steps:
         ended = [t for t in step.transfers if t.phase == "end"]
         # before the step computes: the loads the worker finished, and every job that ended
@@ -58,7 +57,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 _load(t, slots, store, bs, step.step)
             if t.kind == "load":  # full attention's KV now (a connector loads no other)
                 for p in t.moved:
-                    owner.pop(_table_slot(t.table, p, bs) or -1, None)
+                    groups.full_wrote(_table_slot(t.table, p, bs))
         # nano-vllm's decode writes into the table's last block, whatever p says
         last = runner.decode == "last-block" and not step.is_prefill
         copies = (*step.copies, *[None] * len(step.scheduled))  # a failed step has fewer
@@ -74,12 +73,12 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                     if seq.name in step.tainted
                     else (p, tokens[: p + 1], seq.name, step.step)
                 )
-                owner.pop(slot, None)
-            _write_groups(seq, tokens, layers, slots, owner, bs, step.step)
+                groups.full_wrote(slot)
+            groups.write(seq, tokens, step.step)
         for seq, tokens in zip(step.scheduled, computed, strict=True):
             if seq.name in step.tainted:
                 continue  # it read a failed load's garbage: what it said is E7's to judge
-            found_wrong = _read_groups(seq, tokens, layers, slots, owner, bs, step.step)
+            found_wrong = groups.read(seq, tokens, step.step)
             if found_wrong is not None:
                 yield found_wrong
                 continue
@@ -88,7 +87,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 slot = _slot(seq, q, bs)
                 want = tokens[: q + 1]
                 found = slots.get(slot) if slot is not None else None
-                if holds(found, q, want) and (slot is None or slot not in owner):
+                if holds(found, q, want) and groups.by_full(slot):
                     continue
                 where = "outside its block table" if slot is None else f"slot {slot}"
                 yield Violation(
@@ -107,62 +106,63 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
             yield from _promised(step.after_postprocess, slots, bs, step.step, trace.traits)
 
 
-def _write_groups(
-    seq: Scheduled,
-    tokens: tuple[int, ...],
-    layers: tuple[Layer, ...],
-    slots: dict[int, Written],
-    owner: dict[int, int],
-    bs: int,
-    step: int,
-) -> None:
-    """A hybrid model's other layers write the KV of every position the step computes,
-    each into its own group's blocks (`seq.groups`, in the order of the workload's layers)."""
-    start, end = span(seq)
-    for g, (layer, table) in enumerate(zip(layers, seq.groups, strict=False), start=1):
-        for p in range(start, min(end, len(tokens))):
-            slot = _table_slot(table, p, bs)
-            if slot is not None:
-                slots[slot] = (p, tokens[: p + 1], f"{seq.name}'s {layer} layer", step)
-                owner[slot] = g
+class _Groups:
+    """A hybrid model's other layers (issue 51; layers.py), their KV in the same slots as
+    full attention's: one pool, so a slot remembers the group whose layer last wrote it
+    (a block one group freed may hold another group's KV next)."""
 
+    def __init__(self, layers: tuple[Layer, ...], slots: dict[int, Written], bs: int) -> None:
+        self.layers, self.slots, self.bs = layers, slots, bs
+        self.owner: dict[int, int] = {}  # slot -> its writer's group, where not full's (0)
 
-def _read_groups(
-    seq: Scheduled,
-    tokens: tuple[int, ...],
-    layers: tuple[Layer, ...],
-    slots: dict[int, Written],
-    owner: dict[int, int],
-    bs: int,
-    step: int,
-) -> Violation | None:
-    """Each of a hybrid model's other layers attends, for every position the step
-    computes, to the positions its kind reads (layers.py: a window's last W, a chunk's
-    own), through its group's table: each must hold what that layer wrote there for the
-    sequence's own prefix. A block wholly outside what it reads is not read (the engine
-    may have freed it and put its null block there)."""
-    start, end = span(seq)
-    end = min(end, len(tokens))
-    if end <= start:
+    def full_wrote(self, slot: int | None) -> None:
+        """Full attention wrote the slot (or a load into its blocks did)."""
+        if slot is not None:
+            self.owner.pop(slot, None)
+
+    def by_full(self, slot: int | None) -> bool:
+        """Whether full attention wrote what the slot holds."""
+        return slot is None or slot not in self.owner
+
+    def write(self, seq: Scheduled, tokens: tuple[int, ...], step: int) -> None:
+        """Each other layer writes the KV of every position the step computes into its own
+        group's blocks (`seq.groups`, in the order of the workload's layers)."""
+        start, end = span(seq)
+        for g, (layer, table) in enumerate(zip(self.layers, seq.groups, strict=False), 1):
+            for p in range(start, min(end, len(tokens))):
+                slot = _table_slot(table, p, self.bs)
+                if slot is not None:
+                    self.slots[slot] = (p, tokens[: p + 1], f"{seq.name}'s {layer} layer", step)
+                    self.owner[slot] = g
+
+    def read(self, seq: Scheduled, tokens: tuple[int, ...], step: int) -> Violation | None:
+        """Each other layer attends, for every position the step computes, to the
+        positions its kind reads (a window's last W, a chunk's own) through its group's
+        table: each must hold what that layer wrote there for the sequence's own prefix. A
+        block wholly outside what it reads is not read (the engine may have freed it, its
+        null block in its place)."""
+        start, end = span(seq)
+        end = min(end, len(tokens))
+        if end <= start:
+            return None
+        for g, (layer, table) in enumerate(zip(self.layers, seq.groups, strict=False), 1):
+            for q in range(layer.reads(start).start, end):
+                slot = _table_slot(table, q, self.bs)
+                want = tokens[: q + 1]
+                found = self.slots.get(slot) if slot is not None else None
+                if holds(found, q, want) and slot is not None and self.owner.get(slot) == g:
+                    continue
+                where = "outside its block table" if slot is None else f"slot {slot}"
+                return Violation(
+                    "E2",
+                    step,
+                    "model runner",
+                    f"{seq.name}'s {layer} layer attends to position {q} at {where} (its "
+                    f"group {g} block table {list(table)}), which holds {held(found)}, not "
+                    f"position {q} of its own {show(want)}",
+                    (seq.name,),
+                )
         return None
-    for g, (layer, table) in enumerate(zip(layers, seq.groups, strict=False), start=1):
-        for q in range(layer.reads(start).start, end):
-            slot = _table_slot(table, q, bs)
-            want = tokens[: q + 1]
-            found = slots.get(slot) if slot is not None else None
-            if holds(found, q, want) and slot is not None and owner.get(slot) == g:
-                continue
-            where = "outside its block table" if slot is None else f"slot {slot}"
-            return Violation(
-                "E2",
-                step,
-                "model runner",
-                f"{seq.name}'s {layer} layer attends to position {q} at {where} (its group "
-                f"{g} block table {list(table)}), which holds {held(found)}, not position {q} "
-                f"of its own {show(want)}",
-                (seq.name,),
-            )
-    return None
 
 
 GARBAGE = -1
