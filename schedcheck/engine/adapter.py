@@ -80,6 +80,9 @@ class Features:
     # streaming-input sessions (issue 50): requests whose client sends continuation chunks
     # under the same id (EngineRequest.chunks), at most this many in a workload (0: none)
     sessions: int = 0
+    # hybrid models (issue 51; layers.KINDS): the kinds of layer beside full attention a
+    # workload's model may have, a KV cache group each (empty: none drawn)
+    layers: tuple[str, ...] = ()
 
 
 PLAIN = Features()
@@ -125,6 +128,7 @@ class EngineSetup:
     connectors: tuple[str, ...] = ()
     load_failures: tuple[str, ...] = ()
     sessions: bool = False  # it has streaming-input sessions (Features.sessions, narrowed)
+    layers: tuple[str, ...] = ()  # the kinds of layer its hybrid models have (Features.layers)
 
     def features(self, features: Features) -> Features:
         """Its adapter's features, narrowed to what this setup runs with."""
@@ -147,6 +151,7 @@ class EngineSetup:
             connectors=tuple(c for c in features.connectors if c in self.connectors),
             load_failures=tuple(p for p in features.load_failures if p in self.load_failures),
             sessions=features.sessions if self.sessions else 0,
+            layers=tuple(k for k in features.layers if k in self.layers),
         )
         lacked: dict[str, Any] = dict.fromkeys(self.lacks, False)
         return replace(features, **lacked)
@@ -171,6 +176,7 @@ class EngineSetup:
             "connectors": list(self.connectors),
             "load_failures": list(self.load_failures),
             "sessions": self.sessions,
+            "layers": list(self.layers),
         }
 
     @classmethod
@@ -194,6 +200,7 @@ class EngineSetup:
             tuple(map(str, data.get("connectors", ()))),
             tuple(map(str, data.get("load_failures", ()))),
             bool(data.get("sessions", False)),
+            tuple(map(str, data.get("layers", ()))),
         )
 
     @property

@@ -71,6 +71,10 @@ SESSION_QUEUED = "session chunk sent while its turn still ran"
 SESSION_PREEMPTED = "session continued after a preemption"
 SESSION_TIGHT = "preemption while a session waits for its client, holding blocks"
 SESSIONS = (SESSION_CONTINUED, SESSION_QUEUED, SESSION_PREEMPTED, SESSION_TIGHT)
+# hybrid models (issue 51): a KV cache group a layer
+LAYER_FREED = "a block a window or chunk no longer reads freed, the null block in its place"
+LAYER_HANDED_ON = "a block one KV cache group freed handed to another group"
+HYBRID = (LAYER_FREED, LAYER_HANDED_ON)
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -119,12 +123,14 @@ def labels(
         else ()
     ) + (OFFLOADING if "offloading" in features.connectors else ())
     sessions = SESSIONS if features.sessions else ()
+    hybrid = HYBRID if features.layers else ()
     return (
         *base,
         *(label for label, has in extra if has),
         *spec,
         *connector,
         *sessions,
+        *hybrid,
         *reaches,
         *shown,
     )
@@ -260,7 +266,23 @@ def engine_workloads(
         workload = _connector(draw, workload, stems, features)
     if features.sessions and draw(st.integers(0, 2)) == 2:  # one workload in three
         workload = _sessions(draw, workload, vocab, features)
+    if features.layers and draw(st.integers(0, 2)) == 2:  # one workload in three
+        workload = _layered(draw, workload, features)
     return workload
+
+
+def _layered(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> EngineWorkload:
+    """A hybrid model (layers.py): one layer beside full attention, of a kind the engine
+    has: a sliding window of 1 to 4 tokens, or chunks of one or two blocks; a KV cache
+    group each. The pool holds a request of max_model_len in every group at once (and a
+    block more each), as an engine's startup check asks of it (vLLM's planner does)."""
+    kind = draw(st.sampled_from(features.layers))
+    c = workload.config
+    size = draw(st.integers(1, 4)) if kind == "window" else c.block_size * draw(st.integers(1, 2))
+    groups = 2
+    each = -(-workload.max_model_len() // c.block_size) + 1
+    blocks = max(c.num_blocks, groups * each + features.reserved)
+    return replace(workload, config=replace(c, num_blocks=blocks), layers=(f"{kind}:{size}",))
 
 
 def _sessions(
@@ -540,9 +562,27 @@ def _offloaded(
     return seen
 
 
+def _groups(trace: EngineTrace) -> set[str]:
+    """What a hybrid model's groups met: a block freed out of a window or chunk (the null
+    block in its table), and a block one group freed that another holds later."""
+    seen: set[str] = set()
+    owner: dict[int, int] = {}  # block -> the group that last held it
+    for step in trace.steps:
+        reserved = set(step.after_schedule.reserved)
+        for seq in step.scheduled:
+            for g, table in enumerate((seq.block_table, *seq.groups)):
+                if g and reserved & set(table):
+                    seen.add(LAYER_FREED)
+                for b in set(table) - reserved:
+                    if owner.setdefault(b, g) != g:
+                        seen.add(LAYER_HANDED_ON)
+                    owner[b] = g
+    return seen
+
+
 def observe(trace: EngineTrace) -> set[str]:
     """Which of the hard parts this run reached (read off the trace)."""
-    seen: set[str] = set()
+    seen: set[str] = set(_groups(trace)) if trace.workload.layers else set()
     prompts = {r.name: r.prompt for r in trace.workload.requests}
     bs = trace.workload.config.block_size
     if any(r.arrival > 1 for r in trace.workload.requests):

@@ -356,6 +356,7 @@ class EngineWorkload:
         found.extend(self._schedule_problems())
         found.extend(self._connector_problems())
         found.extend(self._session_problems())
+        found.extend(self._hybrid_problems(reserved))
         if self.drafter not in DRAFTERS:
             found.append(f"drafter {self.drafter!r} is none of {', '.join(DRAFTERS)}")
         if self.drafts:  # a lone request's drafts past its last token take KV slots too
@@ -487,7 +488,13 @@ class EngineWorkload:
             for p in self.stored
             if not 0 < len(p) <= 64 or any(t < 0 for t in p)
         )
-        kinds = []
+        return found
+
+    def _hybrid_problems(self, reserved: int) -> list[str]:
+        """A hybrid model's layers (layers.py), each kind once; its pool holds a request of
+        max_model_len in every KV cache group at once, a block more each (an engine's
+        startup check asks it: vLLM's planner)."""
+        found, kinds = [], []
         for text in self.layers:
             try:
                 layer = Layer.parse(text)
@@ -499,7 +506,18 @@ class EngineWorkload:
             kinds.append(layer.kind)
         if len(set(kinds)) != len(kinds):
             found.append(f"layers {list(self.layers)} name a kind twice: one layer of each kind")
-        return found
+        if found or not self.layers:
+            return found
+        c = self.config
+        each = -(-self.max_model_len() // c.block_size) + 1
+        need = (1 + len(self.layers)) * each
+        if c.num_blocks - reserved >= need:
+            return []
+        return [
+            f"num_blocks {c.num_blocks} less {reserved} reserved holds no request of "
+            f"max_model_len {self.max_model_len()} in each of its {1 + len(self.layers)} KV "
+            f"cache groups ({need} blocks, {each} a group)"
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -56,8 +56,18 @@ def test_a_workload_names_each_kind_once_and_round_trips() -> None:
     )
 
 
+def test_a_hybrid_pool_holds_the_longest_request_in_every_group() -> None:
+    small = workload(("window:2",))
+    small = replace(small, config=replace(small.config, num_blocks=7))
+    said = small.problems()
+    assert any(
+        "holds no request of max_model_len 6 in each of its 2 KV cache groups" in p for p in said
+    )
+    assert replace(small, layers=()).problems() == []
+
+
 def workload(layers: tuple[str, ...]) -> EngineWorkload:
-    config = EngineConfig(8, 2, 1, 4, "fcfs", "sync-v1")
+    config = EngineConfig(16, 2, 1, 4, "fcfs", "sync-v1")
     return EngineWorkload(config, (EngineRequest("r1", (1, 1, 1, 1), 2, True, 1),), layers=layers)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from schedcheck import faults
 from schedcheck.engine.adapter import EngineSetup, Features
 from schedcheck.engine.export import Rendered
+from schedcheck.engine.layers import KINDS
 from schedcheck.engine.run import bound
 from schedcheck.engine.trace import UNDRIVABLE, EngineTrace
 from schedcheck.engine.traits import Traits
@@ -98,6 +99,7 @@ class Vllm:
         connectors=tuple(CONNECTORS),  # as its release has them (--features connector)
         load_failures=LOAD_FAILURES,
         sessions=2,  # where its release has them (--features sessions)
+        layers=KINDS,  # a window or a chunk beside full attention (--features hybrid)
     )
     # its running cap, its preemption rules, its running requests scheduled first
     policies_on = frozenset({"E9", "E10", "E13", "E15", "E16", "E17"})

@@ -10,6 +10,7 @@ import importlib.util
 from pathlib import Path
 
 from schedcheck.engine.adapter import EngineSetup, SetupError, wants
+from schedcheck.engine.layers import KINDS
 from schedcheck.engine.strategies import EARLY, IN_FLIGHT_ABORT, IN_FLIGHT_PREEMPTION, SKIPPED
 from schedcheck.engine.vllm.drive import RUNNER
 from schedcheck.engine.vllm.modes import Mode, Release, release
@@ -75,6 +76,9 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
         else (),
         load_failures=("recompute", "fail") if has.load_failure_policy else (),
         sessions=has.sessions and wants("sessions", getattr(args, "features", None)),
+        # hybrid models where its planner lays them out: drawn only where --features names
+        # them (command.drawn), until issue 51 is whole
+        layers=KINDS if has.hybrid else (),
         config={
             "async_default": has.overlaps_by_default,
             "protocol_default": has.protocol_by_default,

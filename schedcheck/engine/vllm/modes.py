@@ -79,6 +79,10 @@ class Release:
     # worker's completions in OffloadingWorkerMetadata (0.2x on), its CPU tier's manager
     # running without a GPU
     offloading: bool = False
+    # a hybrid model's layers laid out into KV cache groups by its planner's
+    # get_kv_cache_configs(vllm_config, specs per worker, memory per worker) (0.22 on;
+    # 0.34 moves it to kv_cache_planning.py): hybrid.py
+    hybrid: bool = False
 
     def modes(self) -> list[Mode]:
         """Every mode it has, its default first."""
@@ -133,6 +137,8 @@ def release(root: Path) -> Release:
         "kv_load_failure_policy" in transfer,
         "resumable" in _text(package / "v1" / "request.py"),
         "class OffloadingWorkerMetadata" in _text(package / OFFLOADING / "common.py"),
+        (package / "v1" / "core" / "kv_cache_planning.py").is_file()
+        or "available_memory: list[int]" in _text(package / "v1" / "core" / "kv_cache_utils.py"),
     )
 
 
