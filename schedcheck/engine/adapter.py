@@ -24,7 +24,16 @@ if TYPE_CHECKING:
     from schedcheck.engine.export import Rendered
 from schedcheck.engine.workload import NO_HEADROOM, EngineWorkload, Headroom
 
-__all__ = ["PLAIN", "Adapter", "EngineSetup", "Features", "Loaded", "SetupError", "wants"]
+__all__ = [
+    "PLAIN",
+    "Adapter",
+    "EngineSetup",
+    "Features",
+    "Loaded",
+    "SetupError",
+    "named",
+    "wants",
+]
 
 Beat = Callable[[int, str], None]  # the worker's heartbeat: (step, call) before each call
 
@@ -296,6 +305,11 @@ class Adapter(Protocol):
         step given up for schedcheck's loop where it cannot be built); its header says
         what changed (EngineSetup.settled)."""
         ...
+
+
+def named(feature: str, asked: str | None) -> bool:
+    """Whether --features `asked` names `feature` (a feature drawn only where named)."""
+    return feature in [n.strip() for n in (asked or "").split(",")]
 
 
 def wants(feature: str, asked: str | None) -> bool:

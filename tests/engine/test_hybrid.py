@@ -34,6 +34,7 @@ from schedcheck.engine.strategies import HYBRID, LAYER_FREED, LAYER_HANDED_ON, l
 from schedcheck.engine.trace import EngineStep, EngineTrace
 from schedcheck.engine.verdict import EngineVerdict
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
+from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.invariants.violation import Violation
 from tests.engine.recorded_runs import CHECKS, at, fired
 from tests.engine.recorded_runs import recorded as recorded_run
@@ -131,7 +132,7 @@ def test_e3_fires_on_a_block_two_groups_hold_at_once() -> None:
 @pytest.fixture(scope="module")
 def vllm() -> Iterator[LocalEngine]:
     yield from local_vllm(
-        argparse.Namespace(async_scheduling=None, runner=None, modes="all", features=""),
+        argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="hybrid"),
         lambda s: "async-v2" in s.modes,
         "this release has no async-v2 mode",
     )
@@ -155,6 +156,14 @@ def test_the_release_passes_the_run_and_a_window_freed_too_early_is_e2(
         build.patch = None
     assert found and found[0].check == "E2", found
     assert "window:3 layer attends to position" in found[0].message, found[0].message
+
+
+@pytest.mark.vllm
+def test_a_setup_draws_hybrid_models_only_where_features_names_them(vllm: LocalEngine) -> None:
+    """Until issue 51 is whole: a search, or a test's setup.features(), draws none else."""
+    plain = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="")
+    assert vllm_setup(None, plain).layers == ()
+    assert vllm.setup.layers == VLLM.features.layers or not vllm.setup.layers
 
 
 @pytest.mark.vllm
