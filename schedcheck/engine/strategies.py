@@ -279,10 +279,9 @@ def _layered(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> E
     kind = draw(st.sampled_from(features.layers))
     c = workload.config
     size = draw(st.integers(1, 4)) if kind == "window" else c.block_size * draw(st.integers(1, 2))
-    groups = 2
-    each = -(-workload.max_model_len() // c.block_size) + 1
-    blocks = max(c.num_blocks, groups * each + features.reserved)
-    return replace(workload, config=replace(c, num_blocks=blocks), layers=(f"{kind}:{size}",))
+    layered = replace(workload, layers=(f"{kind}:{size}",))
+    blocks = max(c.num_blocks, layered.hybrid_blocks() + features.reserved)
+    return replace(layered, config=replace(c, num_blocks=blocks))
 
 
 def _sessions(

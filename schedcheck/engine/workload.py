@@ -490,6 +490,12 @@ class EngineWorkload:
         )
         return found
 
+    def hybrid_blocks(self) -> int:
+        """The blocks a hybrid model's pool needs beside those reserved: a request of
+        max_model_len in every KV cache group at once, a block more each."""
+        each = -(-self.max_model_len() // self.config.block_size) + 1
+        return (1 + len(self.layers)) * each
+
     def _hybrid_problems(self, reserved: int) -> list[str]:
         """A hybrid model's layers (layers.py), each kind once; its pool holds a request of
         max_model_len in every KV cache group at once, a block more each (an engine's
@@ -510,7 +516,7 @@ class EngineWorkload:
             return found
         c = self.config
         each = -(-self.max_model_len() // c.block_size) + 1
-        need = (1 + len(self.layers)) * each
+        need = self.hybrid_blocks()
         if c.num_blocks - reserved >= need:
             return []
         return [
