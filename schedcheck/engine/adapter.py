@@ -31,7 +31,6 @@ __all__ = [
     "Features",
     "Loaded",
     "SetupError",
-    "named",
     "wants",
 ]
 
@@ -305,11 +304,6 @@ class Adapter(Protocol):
         step given up for schedcheck's loop where it cannot be built); its header says
         what changed (EngineSetup.settled)."""
         ...
-
-
-def named(feature: str, asked: str | None) -> bool:
-    """Whether --features `asked` names `feature` (a feature drawn only where named)."""
-    return feature in [n.strip() for n in (asked or "").split(",")]
 
 
 def wants(feature: str, asked: str | None) -> bool:

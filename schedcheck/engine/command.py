@@ -319,8 +319,7 @@ def engine_command(args: argparse.Namespace) -> int:
 FEATURES = ("spec", "connector", "sessions", "hybrid")
 """What --features names: spec, speculative decoding (Features.drafts); connector, a KV
 connector's transfers (Features.connectors); sessions, streaming-input sessions
-(Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers: drawn only
-where named, until its checks are whole: issue 51)."""
+(Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -360,7 +359,7 @@ def drawn(features: Features, asked: str | None, title: str) -> Features:
             f"--features hybrid: schedcheck drives no hybrid model of {title}'s (or this "
             "release has no hybrid KV cache manager it lays out)"
         )
-    if "hybrid" not in names:  # named, or none drawn (issue 51 is not whole yet)
+    if not wants("hybrid", asked):
         features = replace(features, layers=())
     return features
 

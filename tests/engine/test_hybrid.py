@@ -21,6 +21,7 @@ import argparse
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
@@ -30,11 +31,21 @@ from schedcheck.engine.command import drawn
 from schedcheck.engine.export import export_test
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
-from schedcheck.engine.strategies import HYBRID, LAYER_FREED, LAYER_HANDED_ON, labels, observe
+from schedcheck.engine.strategies import (
+    HYBRID,
+    LAYER_FREED,
+    LAYER_HANDED_ON,
+    LAYER_HIT,
+    LAYER_REPREFILL,
+    LAYER_SHORTENED,
+    labels,
+    observe,
+)
 from schedcheck.engine.trace import EngineStep, EngineTrace
 from schedcheck.engine.verdict import EngineVerdict
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
+from schedcheck.engine.vllm.hybrid import LayoutRefused, hybrid_config
 from schedcheck.invariants.violation import Violation
 from tests.engine.recorded_runs import CHECKS, at, fired
 from tests.engine.recorded_runs import recorded as recorded_run
@@ -66,9 +77,11 @@ def test_the_run_reaches_a_freed_window_block_and_a_block_handed_to_another_grou
     assert not set(HYBRID) & set(labels(replace(VLLM.features, layers=())))
 
 
-def test_hybrid_models_are_drawn_where_named_only_and_refused_where_there_are_none() -> None:
-    assert drawn(VLLM.features, None, "vLLM").layers == ()  # issue 51 is not whole yet
+def test_hybrid_models_are_drawn_by_default_and_where_named_and_refused_where_none() -> None:
+    assert drawn(VLLM.features, None, "vLLM").layers == VLLM.features.layers
     assert drawn(VLLM.features, "hybrid", "vLLM").layers == VLLM.features.layers
+    assert drawn(VLLM.features, "spec", "vLLM").layers == ()
+    assert drawn(VLLM.features, "none", "vLLM").layers == ()
     with pytest.raises(ValueError, match="--features hybrid: schedcheck drives no hybrid"):
         drawn(replace(VLLM.features, layers=()), "hybrid", "vLLM")
 
@@ -159,10 +172,15 @@ def test_the_release_passes_the_run_and_a_window_freed_too_early_is_e2(
 
 
 @pytest.mark.vllm
-def test_a_setup_draws_hybrid_models_only_where_features_names_them(vllm: LocalEngine) -> None:
-    """Until issue 51 is whole: a search, or a test's setup.features(), draws none else."""
+def test_a_setup_draws_hybrid_models_by_default_where_the_planner_takes_them(
+    vllm: LocalEngine,
+) -> None:
+    """As deployed: where the release's planner lays hybrid models out, a search (and a
+    test's setup.features()) draws them unless --features leaves them out."""
     plain = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="")
-    assert vllm_setup(None, plain).layers == ()
+    assert vllm_setup(None, plain).layers == vllm.setup.layers
+    spec = argparse.Namespace(async_scheduling=None, runner=None, modes="all", features="spec")
+    assert vllm_setup(None, spec).layers == ()
     assert vllm.setup.layers == VLLM.features.layers or not vllm.setup.layers
 
 
@@ -186,3 +204,76 @@ def release() -> tuple[int, ...]:
     import vllm as installed
 
     return tuple(int(x) for x in installed.__version__.split(".")[:2])
+
+
+def _planner(raises: BaseException) -> SimpleNamespace:
+    """vLLM's names as hybrid_config reads them, its planner raising `raises` (0.34's shape:
+    grouping a step of its own)."""
+
+    def spec(**fields: object) -> SimpleNamespace:
+        return SimpleNamespace(page_size_bytes=8, **fields)
+
+    def refuse(*_: object) -> None:
+        raise raises
+
+    return SimpleNamespace(
+        SlidingWindowSpec=spec,
+        ChunkedLocalAttentionSpec=spec,
+        kv_cache_utils=None,
+        kv_cache_planning=SimpleNamespace(get_global_kv_cache_groups=refuse),
+    )
+
+
+def test_a_valid_layout_the_planner_refuses_is_e6_at_build_and_an_unlaid_kind_no_mode() -> None:
+    """A ValueError (or assert) of the planner on a layout whose pool holds a request of
+    max_model_len in every group is the release's (LayoutRefused: raised where the
+    Scheduler is built, inside the run's call, so E6); a NotImplementedError says the
+    release does not lay out that kind (the mode's refusal, never a verdict)."""
+    workload = recorded().workload
+    config = SimpleNamespace(
+        scheduler_config=SimpleNamespace(disable_hybrid_kv_cache_manager=True),
+        cache_config=SimpleNamespace(),
+    )
+    full = SimpleNamespace(block_size=2, num_kv_heads=1, head_size=1, dtype=None, page_size_bytes=8)
+
+    class NoMode(RuntimeError):
+        pass
+
+    with pytest.raises(LayoutRefused, match=r"refuses the layout \['full', 'window:3'\].*Cannot"):
+        hybrid_config(workload, config, full, NoMode, _planner(ValueError("Cannot fit")))
+    with pytest.raises(NoMode, match=r"does not lay out \['window:3'\]: not yet"):
+        hybrid_config(workload, config, full, NoMode, _planner(NotImplementedError("not yet")))
+    assert not issubclass(LayoutRefused, NoMode)
+
+
+def test_a_hit_the_window_lacked_is_shortened_and_reached_so() -> None:
+    """The recorded run hybrid_short_trace.json (0.34.0, async-v2, a window of 2, blocks of
+    2): r2 [2 1 1] computes positions 0..3 and finishes; full attention caches block 3 as
+    the prefix [2 1 1 1], the window caches no block of it (0.29 on hashes a window's
+    blocks only at the boundaries it may be asked for). r3 [2 1 1 1 1] then hits 2 tokens,
+    not 4: the window lacked what full attention held. Quiet where full attention held no
+    more (block 3 out of the cache's index)."""
+    trace = recorded_run("hybrid_short_trace.json")
+    assert trace.workload.layers == ("window:2",) and check_engine(trace, CHECKS) == []
+    r3 = next(s for step in trace.steps for s in step.scheduled if s.name == "r3")
+    assert r3.num_cached == 2 and r3.token_ids == (2, 1, 1, 1, 1)
+    seen = observe(trace)
+    assert {LAYER_SHORTENED, LAYER_HIT} <= seen and LAYER_REPREFILL not in seen
+
+    def without_block_3(step: EngineStep) -> EngineStep:
+        after = step.after_postprocess
+        if after is None:
+            return step
+        index = tuple(x for x in after.cache_index if x[1] != 3)
+        return replace(step, after_postprocess=after._replace(cache_index=index))
+
+    held_no_more = replace(trace, steps=[without_block_3(s) for s in trace.steps])
+    assert LAYER_SHORTENED not in observe(held_no_more)
+    # a hit whose window blocks are all the null block is no window hit
+    nulls = [
+        replace(
+            s, scheduled=tuple(x._replace(groups=((0,) * len(x.groups[0]),)) for x in s.scheduled)
+        )
+        for s in trace.steps
+    ]
+    assert LAYER_HIT not in observe(replace(trace, steps=nulls))

@@ -173,6 +173,9 @@ def test_a_drafter_is_drawn_among_those_the_workload_s_mode_runs() -> None:
         VLLM.features,
         draft_modes=("async-v2", "sync-v1"),
         drafters=(("lookup", ("sync-v1",)), ("model", ("sync-v1",)), ("hidden", ())),
+        connectors=(),  # drafters alone: the other features' draws take none of the 300
+        sessions=0,
+        layers=(),
     )
     seen: list[tuple[str, str]] = []
 

@@ -9,7 +9,7 @@ import importlib.metadata
 import importlib.util
 from pathlib import Path
 
-from schedcheck.engine.adapter import EngineSetup, SetupError, named, wants
+from schedcheck.engine.adapter import EngineSetup, SetupError, wants
 from schedcheck.engine.layers import KINDS
 from schedcheck.engine.strategies import EARLY, IN_FLIGHT_ABORT, IN_FLIGHT_PREEMPTION, SKIPPED
 from schedcheck.engine.vllm.drive import RUNNER
@@ -76,9 +76,9 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
         else (),
         load_failures=("recompute", "fail") if has.load_failure_policy else (),
         sessions=has.sessions and wants("sessions", getattr(args, "features", None)),
-        # hybrid models where its planner lays them out: only where --features names them
-        # (command.drawn too), until issue 51 is whole
-        layers=KINDS if has.hybrid and named("hybrid", getattr(args, "features", None)) else (),
+        # hybrid models (a window or a chunk beside full attention) where its planner lays
+        # them out
+        layers=KINDS if has.hybrid and wants("hybrid", getattr(args, "features", None)) else (),
         config={
             "async_default": has.overlaps_by_default,
             "protocol_default": has.protocol_by_default,

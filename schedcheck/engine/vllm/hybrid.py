@@ -19,7 +19,15 @@ from typing import Any
 from schedcheck.engine.layers import Layer
 from schedcheck.engine.workload import EngineWorkload
 
-__all__ = ["hybrid_config"]
+__all__ = ["LayoutRefused", "hybrid_config"]
+
+
+class LayoutRefused(RuntimeError):
+    """vLLM's planner refused a layout its own start-up rule accepts (every group holds a
+    request of max_model_len: the workload's validation asks that, and a block more each):
+    raised where the Scheduler is built, inside the run's call, so it is E6 at build (a
+    finding of the release's, issue 51), not a usage error."""
+
 
 FULL = "layer.0"  # the full-attention layer's name; the others' "layer.1", ...
 
@@ -34,8 +42,9 @@ def hybrid_config(
     """vLLM's KVCacheConfig for the workload's model, and the group of each layer in the
     workload's order (full attention's first). `vllm`: the release's names, imported before
     any box (Build: its SlidingWindowSpec, ChunkedLocalAttentionSpec, kv_cache_utils and,
-    0.34 on, kv_cache_planning). `refused`: raised, with vLLM's words, where its planner
-    refuses the layout (a pool too small for a request of max_model_len, say)."""
+    0.34 on, kv_cache_planning). `refused`: raised, with vLLM's words, where the release
+    says it does not lay out a kind (NotImplementedError), or lays the layers out otherwise
+    than a group a layer; LayoutRefused where its planner refuses a layout it should take."""
     kv_cache_utils, planning = vllm.kv_cache_utils, vllm.kv_cache_planning
     c = workload.config
     specs: dict[str, Any] = {FULL: full_spec}
@@ -54,9 +63,14 @@ def hybrid_config(
             configs = planning.get_kv_cache_configs(vllm_config, [specs], [memory], groups)
         else:
             configs = kv_cache_utils.get_kv_cache_configs(vllm_config, [specs], [memory])
-    except (ValueError, NotImplementedError, AssertionError) as e:
-        said = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-        raise refused(f"vLLM refuses the layout {list(workload.layers)}: {said}") from None
+    except NotImplementedError as e:  # a kind the release says it does not lay out
+        raise refused(f"vLLM does not lay out {list(workload.layers)}: {_said(e)}") from None
+    except (ValueError, AssertionError) as e:  # a valid layout refused: the release's bug
+        raise LayoutRefused(
+            f"vLLM's planner refuses the layout {['full', *workload.layers]} over "
+            f"{c.num_blocks} blocks of {c.block_size} (max_model_len {c.max_model_len}), "
+            f"which holds a request of max_model_len in every group: {_said(e)}"
+        ) from None
     config = kv_cache_utils.generate_scheduler_kv_cache_config(configs)
     owner = {
         name: g for g, group in enumerate(config.kv_cache_groups) for name in group.layer_names
@@ -69,6 +83,12 @@ def hybrid_config(
             f"attention's first, of {c.num_blocks} blocks"
         )
     return config, order
+
+
+def _said(e: BaseException) -> str:
+    """The first line of what vLLM said, or its exception's name."""
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__
 
 
 def _spec(layer: Layer, full: Any, window: Any, chunk: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -26,6 +27,7 @@ class VllmMutant(NamedTuple):
     # searched with this KV connector drawn (--features connector; "": none)
     connector: str = ""
     sessions: bool = False  # searched with streaming-input sessions drawn (--features sessions)
+    layers: bool = False  # searched with hybrid models drawn (--features hybrid)
 
     def on(self, has: tuple[str, ...]) -> tuple[str, ...]:
         """Its modes on a release that has the modes `has` (empty: its bug's code path is
@@ -63,6 +65,49 @@ def window_frees_inside(scheduler: Any) -> None:
         if type(manager).__name__ == "SlidingWindowManager":
             skipped = manager.get_num_skipped_tokens
             manager.get_num_skipped_tokens = lambda n, skipped=skipped: skipped(n) + 1
+
+
+def hit_from_one_group(scheduler: Any) -> None:
+    """A prefix hit as long as full attention's, whatever the window or chunk group holds:
+    the other group's finder agrees to any length, its missing blocks the null block (a hit
+    length taken from one group only; a hybrid model's, issue 51). Written against 0.34's
+    HybridKVCacheCoordinator (`attention_groups`, one finder class per kind)."""
+    coordinator = scheduler.kv_cache_manager.coordinator
+    for i, group in enumerate(getattr(coordinator, "attention_groups", ())):
+        if i:  # full attention's is first
+            coordinator.attention_groups[i] = group._replace(
+                manager_cls=_agreeing(group.manager_cls)
+            )
+
+
+def _agreeing(manager: Any) -> Any:
+    """`manager`'s class, its hit finder agreeing to the whole length it is asked for."""
+    named = inspect.signature(manager.find_longest_cache_hit)
+
+    class Agrees(manager):  # type: ignore[misc, valid-type]
+        @classmethod
+        def find_longest_cache_hit(cls, *a: Any, **k: Any) -> Any:
+            found, _ = super().find_longest_cache_hit(*a, **k)
+            said = named.bind(*a, **k).arguments
+            pool, size = said["block_pool"], said["kv_cache_spec"].block_size
+            whole = said["max_length"] // size
+            for blocks in found:
+                blocks.extend([pool.null_block] * (whole - len(blocks)))
+            return found, whole * size
+
+    return Agrees
+
+
+def estimate_one_short(scheduler: Any) -> None:
+    """The blocks a window or chunk group needs for a step counted one short (an
+    allocation estimate that under-counts what the group takes; a hybrid model's, issue
+    51): admission passes, and the allocation then finds the pool empty."""
+    for manager in scheduler.kv_cache_manager.coordinator.single_type_managers:
+        if type(manager).__name__ in ("SlidingWindowManager", "ChunkedLocalAttentionManager"):
+            count = manager.get_num_blocks_to_allocate
+            manager.get_num_blocks_to_allocate = lambda *a, count=count, **k: max(
+                count(*a, **k) - 1, 0
+            )
 
 
 def invalid_block_counted(scheduler: Any) -> None:
@@ -503,5 +548,32 @@ MUTANTS = (
         session_blocks_kept,
         modes=("sync-v2",),
         sessions=True,
+    ),
+    # hybrid models (issue 51): a window or a chunk beside full attention; in sync mode
+    # (async scheduling frees a window's blocks on the tokens processed, one step behind,
+    # which hides a count one token too many)
+    VllmMutant(
+        "window_frees_inside",
+        "E2",
+        "a sliding window's block freed while the window still reads it",
+        window_frees_inside,
+        modes=("sync-v2",),
+        layers=True,
+    ),
+    VllmMutant(
+        "hit_from_one_group",
+        "E2",
+        "a prefix hit's length taken from full attention's group only",
+        hit_from_one_group,
+        modes=("sync-v2", "async-v2"),
+        layers=True,
+    ),
+    VllmMutant(
+        "estimate_one_short",
+        "E6",
+        "a window's or chunk's blocks for a step counted one short",
+        estimate_one_short,
+        modes=("sync-v2", "async-v2"),
+        layers=True,
     ),
 )
