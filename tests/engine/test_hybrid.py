@@ -86,14 +86,26 @@ def test_hybrid_models_are_drawn_by_default_and_where_named_and_refused_where_no
         drawn(replace(VLLM.features, layers=()), "hybrid", "vLLM")
 
 
-def test_a_hybrid_model_s_run_is_not_exported_and_the_reason_is_said() -> None:
+def test_a_hybrid_model_s_run_is_exported_with_its_groups_laid_out_by_the_planner() -> None:
+    """The test builds the model's groups as the run did: LAYERS, and vLLM's own planner
+    called on them (hybrid_kv_cache_config). E3 (and E2, E8) of such a run is refused, the
+    reason said: the test's state keeps full attention's group only."""
     trace = recorded()
-    verdict = EngineVerdict(trace, [Violation("E5", 3, "end of run", "as the test says")])
     setup = EngineSetup(root="/nowhere", package="vllm", runner="v2", runner_from="the test")
     rendered = VLLM.render(setup, trace)
-    assert not isinstance(rendered, str)
-    with pytest.raises(ValueError, match=r"a hybrid model.s run .* is not exported yet"):
-        export_test(verdict, rendered, "vLLM", "schedcheck engine --engine vllm")
+    assert not isinstance(rendered, str) and rendered.layers
+    verdict = EngineVerdict(trace, [Violation("E5", 3, "end of run", "as the test says")])
+    text = export_test(verdict, rendered, "vLLM", "schedcheck engine --engine vllm")
+    assert "LAYERS = ['window:3']" in text
+    assert "kv_cache_config = hybrid_kv_cache_config(vllm_config, spec)" in text
+    assert "get_global_kv_cache_groups" in text and "KVCacheGroupSpec([" not in text
+    compile(text, "exported", "exec")
+    e3 = EngineVerdict(trace, [Violation("E3", 3, "schedule()", "as the test says")])
+    with pytest.raises(ValueError, match="E3 of a hybrid model's run reads every KV cache group"):
+        export_test(e3, rendered, "vLLM", "schedcheck engine --engine vllm")
+    plain = replace(rendered, layers=False)  # an engine whose test builds no hybrid model
+    with pytest.raises(ValueError, match="the workload's model is hybrid"):
+        export_test(verdict, plain, "vLLM", "schedcheck engine --engine vllm")
 
 
 def test_e2_fires_on_a_window_block_freed_while_the_window_reads_it() -> None:

@@ -275,6 +275,42 @@ class Offload:
         return KVConnectorOutput(finished_recving=loaded or None, kv_connector_worker_meta=meta)
 '''
 
+# a hybrid model (issue 51): its KV cache groups laid out by vLLM's own planner from
+# its layers' specs, as its engine core lays them out (vllm/hybrid.py)
+HYBRID_PLAN = '''
+
+def hybrid_kv_cache_config(vllm_config, full):
+    """The model's KV cache groups as vLLM's planner lays them out: full attention's layer
+    and a layer of each kind LAYERS names ("window:W": SlidingWindowSpec; "chunk:C":
+    ChunkedLocalAttentionSpec), one page each, over NUM_BLOCKS blocks, the hybrid KV cache
+    manager on (as on a GPU, and on vLLM's CPU platform)."""
+    from vllm.v1.core import kv_cache_utils
+    from vllm.v1.kv_cache_interface import ChunkedLocalAttentionSpec, SlidingWindowSpec
+
+    specs = {"layer.0": full}
+    for i, layer in enumerate(LAYERS, start=1):
+        kind, size = layer.split(":")
+        shape = dict(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float32)
+        specs[f"layer.{i}"] = (
+            SlidingWindowSpec(**shape, sliding_window=int(size))
+            if kind == "window"
+            else ChunkedLocalAttentionSpec(**shape, attention_chunk_size=int(size))
+        )
+    vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = False
+    cache = vllm_config.cache_config
+    if hasattr(cache, "get_resolved_kv_cache_layout") and cache.kv_cache_layout is None:
+        cache.kv_cache_layout = "LBNHC"  # (0.29 on) the engine core's, for default backends
+    memory = [NUM_BLOCKS * full.page_size_bytes]
+    try:
+        from vllm.v1.core import kv_cache_planning as planning  # 0.34: grouping a step of its own
+    except ImportError:
+        configs = kv_cache_utils.get_kv_cache_configs(vllm_config, [specs], memory)
+    else:
+        groups = planning.get_global_kv_cache_groups(vllm_config, [specs])
+        configs = planning.get_kv_cache_configs(vllm_config, [specs], memory, groups)
+    return kv_cache_utils.generate_scheduler_kv_cache_config(configs)
+'''
+
 # schedcheck's own connector (connector "simulated"): written into the test and registered as
 # users register theirs (kv_connector_module_path: the test's module), both of its sides as
 # the run played them (engine/store.py, vllm/connector.py)
@@ -730,12 +766,21 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         .replace("{offload_tensors}", OFFLOAD_TENSORS if offloading else "")
         .replace("{tensors}", "tensors" if offloading else "[]")
     )
+    if w.layers:  # a hybrid model: its groups laid out by vLLM's planner, in the test too
+        facts.append(f"LAYERS = {list(w.layers)!r}  # beside full attention: a group each")
+        one = build.index("groups = [KVCacheGroupSpec(")
+        build = (
+            build[:one]
+            + "kv_cache_config = hybrid_kv_cache_config(vllm_config, spec)\n"
+            + (build[build.index("init_none_hash(block_hash)") :])
+        )
     if w.connector:
         worker = "Offload()" if offloading else "Transfers()"
         build = build.replace(
             "return Core(scheduler)", f"core = Core(scheduler)\ncore.worker = {worker}\nreturn core"
         )
     helpers = {"offloading": OFFLOAD_WORKER, "simulated": STORE_CONNECTOR}.get(w.connector, "")
+    helpers += HYBRID_PLAN if w.layers else ""
     return Rendered(
         engine=release,
         title=f"vLLM {release.removeprefix('vllm==')} ({mode.name})" if "==" in release else "",
@@ -757,6 +802,7 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         else "return not engine.scheduler.get_num_unfinished_requests() and not engine.queue",
         unfinished_body="return [n for n, r in requests.items() if not r.is_finished()]",
         # the fail policy's request: FINISHED_ERROR
+        layers=True,
         failed_body="return {n for n, r in requests.items()\n"
         "        if r.status == RequestStatus.FINISHED_ERROR}",
         # a session's Request holds its last turn's output: its client was streamed all
@@ -779,6 +825,15 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
                 else " (the v1 runner's own copy of each request's tokens is not played: where "
                 "a scheduler bug makes it differ from the scheduler's, the test may not fail "
                 "as schedcheck's run did)"
+            ),
+            *(
+                (
+                    "the model's KV cache groups, laid out by vLLM's own planner from one "
+                    "full-attention layer and one layer of each kind in LAYERS (a sliding "
+                    "window, chunked local attention), scaled down to a few tokens",
+                )
+                if w.layers
+                else ()
             ),
             *(
                 (
