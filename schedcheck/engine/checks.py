@@ -477,9 +477,15 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
     lookahead) more blocks than the pool has free, the step has no room: vLLM's running pass
     stops there (`break`) and waits for blocks a transfer or a step in flight is about to
     free rather than preempt for them (`has_pending_block_frees`, and "a deferred free will
-    not help with immediate allocation", 0.30 on)."""
+    not help with immediate allocation", 0.30 on). A model with a state layer (a Mamba
+    layer: layers.STATE_KINDS) computes its prefills in chunks that end at a block
+    boundary, its last chunk excepted (vLLM's `_mamba_block_aligned_split`): a request
+    in its prefill whose share of the room would not reach its next block boundary, nor
+    its prefill's end, is left out (its chunk cut to nothing)."""
     config = trace.workload.config
     requests = {r.name: r for r in trace.workload.requests}
+    aligned = any(layer.state for layer in trace.workload.hybrid())
+    computed: dict[str, int] = {}  # each request's positions computed, as last scheduled
     previous = None
     for step in trace.steps:
         now = step.after_schedule
@@ -502,6 +508,9 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
             room = rows < budget and len(names) < config.max_num_seqs
             if trace.workload.connector and not all(_fits(trace, now, n) for n in left):
                 left = []  # the running pass stops at the one it cannot allocate for
+            if aligned:  # a prefill chunk that would end short of its next block boundary
+                share = budget - rows
+                left = [n for n in left if not _cut_to_nothing(trace, now, n, computed, share)]
             if left and room:
                 yield Violation(
                     "E13",
@@ -514,7 +523,22 @@ def check_e13(trace: EngineTrace) -> Iterator[Violation]:
                     tuple(left),
                 )
                 return  # the first wasted step tells the story
+        for seq in step.scheduled:
+            computed[seq.name] = seq.num_cached + seq.num_scheduled
         previous = step.after_postprocess or now
+
+
+def _cut_to_nothing(
+    trace: EngineTrace, pool: Pool, name: str, computed: dict[str, int], share: int
+) -> bool:
+    """Whether `name`, in its prefill (its prompt, or a resumed request's tokens but the
+    last), given `share` tokens of the step, would end short of its next block boundary and
+    of its prefill's end: a state layer's aligned split cuts its chunk to nothing."""
+    bs = trace.workload.config.block_size
+    known = len(pool.tokens.get(name, ()))
+    prompt = next(len(r.prompt) for r in trace.workload.requests if r.name == name)
+    end, c = max(prompt, known - 1), computed.get(name, 0)
+    return c < end and c + share < end and (c + share) // bs * bs <= c
 
 
 def _fits(trace: EngineTrace, pool: Pool, name: str) -> bool:

@@ -13,6 +13,11 @@ promised too: after every step's update, each block the prefix cache indexes hol
 every slot, the KV of that prefix's position, since any later request with that prefix
 may be handed the block and read it without computing it.
 
+A hybrid model's other layers (layers.py) write and read through their own groups' block
+tables in the same slots: a window or a chunk the KV of each position, a Mamba layer one
+state a block, the state of a whole prefix, read where a step starts and written where it
+ends (layers.state_index).
+
 A draft position holds the draft the runner computed there: the scheduler's own where it
 sent the drafts, the runner's where the scheduler sent placeholders for drafts the worker
 keeps (vLLM's v2 runner): those are what the step wrote, and what it attends to.
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.engine.layers import Layer
+from schedcheck.engine.layers import Layer, state_index
 from schedcheck.engine.trace import EngineTrace, Pool, Scheduled, Transfer, computed_on
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
@@ -62,6 +67,12 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
         last = runner.decode == "last-block" and not step.is_prefill
         copies = (*step.copies, *[None] * len(step.scheduled))  # a failed step has fewer
         computed = [computed_on(seq, copies[i]) for i, seq in enumerate(step.scheduled)]
+        # a state layer reads the state its step starts from before any is written
+        wrong_state = {
+            seq.name: v
+            for seq, tokens in zip(step.scheduled, computed, strict=True)
+            if (v := groups.read_state(seq, tokens, step.step)) is not None
+        }
         for seq, tokens in zip(step.scheduled, computed, strict=True):
             start, end = span(seq)
             for p in range(start, min(end, len(tokens))):
@@ -78,7 +89,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
         for seq, tokens in zip(step.scheduled, computed, strict=True):
             if seq.name in step.tainted:
                 continue  # it read a failed load's garbage: what it said is E7's to judge
-            found_wrong = groups.read(seq, tokens, step.step)
+            found_wrong = wrong_state.get(seq.name) or groups.read(seq, tokens, step.step)
             if found_wrong is not None:
                 yield found_wrong
                 continue
@@ -128,12 +139,62 @@ class _Groups:
         """Each other layer writes the KV of every position the step computes into its own
         group's blocks (`seq.groups`, in the order of the workload's layers)."""
         start, end = span(seq)
+        end = min(end, len(tokens))
         for g, (layer, table) in enumerate(zip(self.layers, seq.groups, strict=False), 1):
-            for p in range(start, min(end, len(tokens))):
-                slot = _table_slot(table, p, self.bs)
-                if slot is not None:
-                    self.slots[slot] = (p, tokens[: p + 1], f"{seq.name}'s {layer} layer", step)
-                    self.owner[slot] = g
+            if layer.state:  # the state of the first `end` tokens, in its block's page
+                index = state_index(end, self.bs)
+                if end > start and 0 <= index < len(table):
+                    for slot in range(table[index] * self.bs, (table[index] + 1) * self.bs):
+                        self.slots[slot] = (
+                            STATE,
+                            tokens[:end],
+                            f"{seq.name}'s {layer} layer",
+                            step,
+                        )
+                        self.owner[slot] = g
+                continue
+            for p in range(start, end):
+                at = _table_slot(table, p, self.bs)
+                if at is not None:
+                    self.slots[at] = (p, tokens[: p + 1], f"{seq.name}'s {layer} layer", step)
+                    self.owner[at] = g
+
+    def read_state(self, seq: Scheduled, tokens: tuple[int, ...], step: int) -> Violation | None:
+        """Each state layer starts a step computing from position c > 0 from the state of
+        the first c tokens, in the block at state_index(c) of its group's table, which its
+        layer wrote (at c = 0 it starts from none)."""
+        start, end = span(seq)
+        if start == 0 or min(end, len(tokens)) <= start:
+            return None
+        for g, (layer, table) in enumerate(zip(self.layers, seq.groups, strict=False), 1):
+            if not layer.state:
+                continue
+            index = state_index(start, self.bs)
+            block = table[index] if 0 <= index < len(table) else None
+            found = None if block is None else self.slots.get(block * self.bs)
+            want = tokens[:start]
+            if (
+                block is not None
+                and found is not None
+                and found[:2] == (STATE, want)
+                and self.owner.get(block * self.bs) == g
+            ):
+                continue
+            where = (
+                f"past its block table's end (index {index})"
+                if block is None
+                else f"block {block} (index {index})"
+            )
+            return Violation(
+                "E2",
+                step,
+                "model runner",
+                f"{seq.name}'s {layer} layer starts from the state of its first {start} "
+                f"tokens, at {where} of its group {g} block table {list(table)}, which holds "
+                f"{held(found)}, not the state of {show(want)}",
+                (seq.name,),
+            )
+        return None
 
     def read(self, seq: Scheduled, tokens: tuple[int, ...], step: int) -> Violation | None:
         """Each other layer attends, for every position the step computes, to the
@@ -146,6 +207,8 @@ class _Groups:
         if end <= start:
             return None
         for g, (layer, table) in enumerate(zip(self.layers, seq.groups, strict=False), 1):
+            if layer.state:  # read_state's: the state its step starts from
+                continue
             for q in range(layer.reads(start).start, end):
                 slot = _table_slot(table, q, self.bs)
                 want = tokens[: q + 1]
@@ -204,6 +267,7 @@ def _save(t: Transfer, slots: dict[int, Written], store: Store, bs: int, step: i
 
 
 NOTHING = -2  # a slot's position where it holds no KV at all
+STATE = -3  # a slot's position where its block holds a state layer's state of a prefix
 
 
 def _moved(t: Transfer, bs: int) -> Iterator[tuple[int | None, int]]:
@@ -257,7 +321,8 @@ def _table_slot(table: tuple[int, ...], p: int, bs: int) -> int | None:
 def _promised(
     pool: Pool, slots: dict[int, Written], bs: int, step: int, traits: Traits
 ) -> Iterator[Violation]:
-    """Each indexed block holds the KV of the prefix its hash names."""
+    """Each indexed block holds the KV of the prefix its hash names (a state layer's
+    block: that prefix's state)."""
     for number, b in pool.cache_index:
         prefix = pool.blocks[b].token_ids if 0 <= b < len(pool.blocks) else ()
         first = len(prefix) - bs
@@ -266,14 +331,20 @@ def _promised(
             found = slots.get(b * bs + j)
             if holds(found, p, prefix[: p + 1]) or (found is not None and found[0] == GARBAGE):
                 continue  # garbage the engine was told of: E7 judges who reads it
+            if found is not None and found[:2] == (STATE, prefix):
+                continue  # a state layer's block: the state of the prefix its hash names
+            what = (
+                "that prefix's state"
+                if found is not None and found[0] == STATE
+                else f"position {p} of that prefix"
+            )
             yield Violation(
                 "E2",
                 step,
                 traits.update_call,
                 f"block {b} is in the prefix cache as hash #{number}, the prefix "
                 f"{show(prefix)}, but its slot {b * bs + j} holds {held(found)}, not "
-                f"position {p} "
-                "of that prefix: a request with this prefix would read it",
+                f"{what}: a request with this prefix would read it",
                 (),
             )
             return  # the first broken promise tells the story
@@ -288,6 +359,8 @@ def held(found: Written | None) -> str:
     """What a slot holds, in words."""
     if found is None:
         return "nothing"
+    if found[0] == STATE:
+        return f"the state of {show(found[1])} (written for {found[2]} at step {found[3]})"
     if found[0] < 0:
         return f"{found[2]} (step {found[3]})"
     return f"position {found[0]} of {show(found[1])} (written for {found[2]} at step {found[3]})"

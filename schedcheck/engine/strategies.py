@@ -21,6 +21,7 @@ from itertools import pairwise
 from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
+from schedcheck.engine.layers import STATE_KINDS
 from schedcheck.engine.trace import PAUSED, UNKNOWN, EngineStep, EngineTrace, Pool, computed_on
 from schedcheck.engine.transfers import Span, spans
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
@@ -278,13 +279,23 @@ def engine_workloads(
 
 def _layered(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> EngineWorkload:
     """A hybrid model (layers.py): one layer beside full attention, of a kind the engine
-    has: a sliding window of 1 to 4 tokens, or chunks of one or two blocks; a KV cache
-    group each. The pool holds a request of max_model_len in every group at once (and a
-    block more each), as an engine's startup check asks of it (vLLM's planner does)."""
-    kind = draw(st.sampled_from(features.layers))
+    has: a sliding window of 1 to 4 tokens, chunks of one or two blocks, or a Mamba layer
+    (not where the workload drafts: its states under speculative decoding are not
+    modelled); a KV cache group each. The pool holds a request of max_model_len in every
+    group at once (and a block more each), as an engine's startup check asks of it (vLLM's
+    planner does)."""
+    kinds = [k for k in features.layers if not (k in STATE_KINDS and workload.drafts)]
+    if not kinds:
+        return workload
+    kind = draw(st.sampled_from(kinds))
     c = workload.config
-    size = draw(st.integers(1, 4)) if kind == "window" else c.block_size * draw(st.integers(1, 2))
-    layered = replace(workload, layers=(f"{kind}:{size}",))
+    if kind in STATE_KINDS:
+        layer = kind
+    elif kind == "window":
+        layer = f"window:{draw(st.integers(1, 4))}"
+    else:
+        layer = f"chunk:{c.block_size * draw(st.integers(1, 2))}"
+    layered = replace(workload, layers=(layer,))
     blocks = max(c.num_blocks, layered.hybrid_blocks() + features.reserved)
     return replace(layered, config=replace(c, num_blocks=blocks))
 

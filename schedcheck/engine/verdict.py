@@ -105,7 +105,9 @@ def report(violation: Violation, trace: EngineTrace) -> str:
 def _layer(layer: Layer) -> str:
     if layer.kind == "window":
         return f"a sliding window of {layer.size} tokens"
-    return f"chunked local attention in chunks of {layer.size} tokens"
+    if layer.kind == "chunk":
+        return f"chunked local attention in chunks of {layer.size} tokens"
+    return "a Mamba layer (its state at block boundaries)"
 
 
 def workload_lines(w: EngineWorkload) -> list[str]:

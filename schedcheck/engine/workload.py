@@ -192,8 +192,8 @@ class EngineWorkload:
     # of its load and store jobs takes (at least 1, ending at a step's start)
     offload_blocks: int = 0
     # a hybrid model (issue 51; layers.py): the kinds of layer it has beside full
-    # attention, each a KV cache group of its own ("window:W", "chunk:C"); empty: a model
-    # of full attention alone
+    # attention, each a KV cache group of its own ("window:W", "chunk:C", "mamba"); empty:
+    # a model of full attention alone
     layers: tuple[str, ...] = ()
 
     def hybrid(self) -> tuple[Layer, ...]:
@@ -512,6 +512,11 @@ class EngineWorkload:
             kinds.append(layer.kind)
         if len(set(kinds)) != len(kinds):
             found.append(f"layers {list(self.layers)} name a kind twice: one layer of each kind")
+        if "mamba" in kinds and self.drafts:
+            found.append(
+                f"layers {list(self.layers)} with drafts {self.drafts}: a Mamba layer's "
+                "states under speculative decoding (a block per draft) are not modelled"
+            )
         if found or not self.layers:
             return found
         c = self.config

@@ -15,8 +15,8 @@ from dataclasses import replace
 import pytest
 
 from schedcheck.engine.kv import check_e2
-from schedcheck.engine.layers import Layer
-from schedcheck.engine.trace import EngineStep, EngineTrace, Pool, Scheduled
+from schedcheck.engine.layers import Layer, state_index
+from schedcheck.engine.trace import Block, EngineStep, EngineTrace, Pool, Scheduled
 from schedcheck.engine.traits import Runner, Traits
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
@@ -26,13 +26,18 @@ def test_each_kind_reads_what_its_attention_reads() -> None:
     assert str(window) == "window:3" and str(chunk) == "chunk:4"
     assert list(window.reads(0)) == [0] and list(window.reads(5)) == [3, 4, 5]
     assert list(chunk.reads(3)) == [0, 1, 2, 3] and list(chunk.reads(5)) == [4, 5]
-    assert window.first_read(6) == 3 and chunk.first_read(6) == 4
+    mamba = Layer.parse("mamba")
+    assert str(mamba) == "mamba" and mamba.state and not window.state
+    assert list(mamba.reads(5)) == []  # no KV per position: its state (state_index)
+    # the state of the first k tokens sits in the block of position k - 1
+    assert [state_index(k, 2) for k in (1, 2, 3, 4, 5)] == [0, 0, 1, 1, 2]
 
 
 @pytest.mark.parametrize(
     ("text", "said"),
     [
-        ("mamba", "kind 'mamba' is not one of window, chunk"),
+        ("linear", "kind 'linear' is not one of window, chunk, mamba"),
+        ("mamba:2", "a mamba layer has no size"),
         ("window", "its size '' is not a whole number"),
         ("window:0", "its size '0' is not a whole number"),
         ("chunk:x", "its size 'x' is not a whole number"),
@@ -130,3 +135,75 @@ def test_a_trace_without_groups_is_read_as_before() -> None:
         replace(s, scheduled=tuple(x._replace(groups=()) for x in s.scheduled)) for s in plain.steps
     )
     assert list(check_e2(replace(plain, steps=steps))) == []
+
+
+def mamba_run(
+    tables: tuple[tuple[int, ...], ...] = ((0, 3), (0, 3, 4), (0, 0, 4)),
+    full_second: tuple[int, ...] = (1, 2, 5),
+    cached: tuple[int, ...] = (1, 1, 1, 1),
+) -> EngineTrace:
+    """r1 [1 1 1 1 1] beside a Mamba layer (blocks of 2): step 1 computes positions 0..3
+    and leaves the state of [1 1 1 1] at index 1 of its group's table (block 3); step 2
+    computes position 4 from that state, leaving the state of all five at index 2 (block
+    4); step 3 decodes position 5 from it, in place. After step 2 the prefix cache indexes
+    block 3 as the prefix `cached`."""
+    tokens = (1, 1, 1, 1, 1, 7)
+    blocks = tuple(Block(1, 0, ()) for _ in range(3)) + (Block(1, 7, cached),)
+    indexed = POOL._replace(blocks=blocks, cache_index=((7, 3),))
+    first = Scheduled("r1", 0, 4, tokens[:5], (1, 2), groups=(tables[0],))
+    second = Scheduled("r1", 4, 1, tokens[:5], full_second, groups=(tables[1],))
+    third = Scheduled("r1", 5, 1, tokens, (1, 2, 5), groups=(tables[2],))
+    steps = (
+        EngineStep(1, True, (first,), (), (7,), POOL, POOL),
+        EngineStep(2, True, (second,), (), (7,), POOL, indexed),
+        EngineStep(3, False, (third,), (), (9,), POOL, POOL),
+    )
+    return EngineTrace(workload(("mamba",)), TRAITS, steps)
+
+
+def test_e2_is_quiet_where_each_step_starts_from_the_state_its_prefix_left() -> None:
+    assert list(check_e2(mamba_run())) == []
+    again = EngineTrace.from_dict(json.loads(json.dumps(mamba_run().to_dict())))
+    assert list(check_e2(again)) == []
+
+
+def test_e2_fires_where_a_step_starts_from_a_state_freed_or_of_another_prefix() -> None:
+    # the state of [1 1 1 1] freed before the step that reads it (the null block there)
+    found = list(check_e2(mamba_run(((0, 3), (0, 0, 4), (0, 0, 4)))))
+    assert [v.check for v in found] == ["E2"], found
+    assert (
+        "r1's mamba layer starts from the state of its first 4 tokens, at block 0 (index 1) "
+        "of its group 1 block table [0, 0, 4], which holds nothing" in found[0].message
+    )
+    # step 2's table one block short (no block for the state of all five): step 3 reads
+    # index 2, block 3, which still holds the state of the first four
+    found = list(check_e2(mamba_run(((0, 3), (0, 3), (0, 0, 3)))))
+    assert [v.check for v in found] == ["E2"] and found[0].step == 3, found
+    assert (
+        "first 5 tokens, at block 3 (index 2) of its group 1 block table [0, 0, 3], which "
+        "holds the state of [1 1 1 1] (written for r1's mamba layer at step 1)"
+    ) in found[0].message
+
+
+def test_e2_fires_where_full_attention_and_the_mamba_layer_share_a_block() -> None:
+    # step 2's full-attention table hands it block 4, the Mamba group's: the state written
+    # there is what full attention then reads for position 4
+    found = list(check_e2(mamba_run(full_second=(1, 2, 4))))
+    assert found and found[0].check == "E2" and found[0].step == 2, found
+    assert (
+        "r1 attends to position 4 at slot 8, which holds the state of [1 1 1 1 1] (written "
+        "for r1's mamba layer at step 2)"
+    ) in found[0].message
+
+
+def test_a_cached_state_block_holds_the_state_of_the_prefix_its_hash_names() -> None:
+    assert list(check_e2(mamba_run(cached=(1, 1, 1, 1)))) == []
+    found = list(check_e2(mamba_run(cached=(1, 1))))  # indexed as [1 1]: it holds [1 1 1 1]
+    assert [v.check for v in found] == ["E2"], found
+    assert "block 3 is in the prefix cache as hash #7, the prefix [1 1]" in found[0].message
+    assert "holds the state of [1 1 1 1]" in found[0].message
+
+
+def test_a_mamba_layer_with_drafts_is_refused_by_name() -> None:
+    said = replace(workload(("mamba",)), drafts=2).problems()
+    assert any("a Mamba layer's states under speculative decoding" in p for p in said), said

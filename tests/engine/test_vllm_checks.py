@@ -17,7 +17,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.checks import active, check_e13, check_engine
 from schedcheck.engine.trace import Block, EngineStep, EngineTrace, Pool
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.invariants.violation import Violation
@@ -161,3 +161,37 @@ def test_the_prefix_cache_index_is_read_in_each_releases_shape() -> None:
     assert VllmDriver._index(old) == [("a", 1), ("b", 1), ("b", 2)]
     new = SimpleNamespace(_cache={"a": 1, "b": 1}, _dup_ids={"b": {1: None, 2: None}})
     assert VllmDriver._index(new) == [("a", 1), ("b", 1), ("b", 2)]
+
+
+def test_e13_leaves_out_a_prefill_a_mamba_layer_s_aligned_split_cuts_to_nothing() -> None:
+    """A model with a Mamba layer cuts a prefill chunk at a block boundary, its last
+    excepted: a request whose share of the room would end short of its next boundary is
+    left out by design (vLLM's `_mamba_block_aligned_split`). Only then: with the room to
+    its prompt's end, or to a boundary, leaving it out is E13 still."""
+    trace = recorded()
+    pool = pool_of(trace, 3, "after_schedule")
+    broken = with_pool(
+        trace, 3, "after_schedule", pool._replace(status={**pool.status, "r3": "RUNNING"})
+    )
+    w = broken.workload
+    # r3 (5 tokens, 3 computed) had 2 tokens of room: to its prompt's end
+    mamba = replace(broken, workload=replace(w, layers=("mamba",)))
+    assert [v.step for v in check_e13(mamba)] == [3]
+    # r3 of 8 tokens, 4 computed, a budget of 2: its 1 token of room ends short of 6
+    r3 = next(r for r in w.requests if r.name == "r3")
+    longer = replace(
+        w,
+        config=replace(w.config, max_num_batched_tokens=2),
+        requests=tuple(replace(r, prompt=(1,) * 8) if r is r3 else r for r in w.requests),
+    )
+    steps = list(broken.steps)
+    second = steps[1]
+    steps[1] = replace(
+        second,
+        scheduled=tuple(
+            s._replace(num_scheduled=2) if s.name == "r3" else s for s in second.scheduled
+        ),
+    )
+    cut = replace(broken, workload=longer, steps=tuple(steps))
+    assert [v.step for v in check_e13(cut)] == [3]  # no Mamba layer: left out with room
+    assert list(check_e13(replace(cut, workload=replace(longer, layers=("mamba",))))) == []

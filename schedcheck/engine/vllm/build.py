@@ -636,11 +636,16 @@ class _Vllm:
         self.takes_block_size: bool = "block_size" in inspect.signature(self.Scheduler).parameters
         # a hybrid model's layer specs and vLLM's planner (hybrid.py), imported now: never
         # for the first time in a box, whose uid may read nothing new
-        from vllm.v1.kv_cache_interface import ChunkedLocalAttentionSpec, SlidingWindowSpec
+        from vllm.v1.kv_cache_interface import (
+            ChunkedLocalAttentionSpec,
+            MambaSpec,
+            SlidingWindowSpec,
+        )
 
-        self.SlidingWindowSpec, self.ChunkedLocalAttentionSpec = (
+        self.SlidingWindowSpec, self.ChunkedLocalAttentionSpec, self.MambaSpec = (
             SlidingWindowSpec,
             ChunkedLocalAttentionSpec,
+            MambaSpec,
         )
         try:  # 0.34: planning moved out of kv_cache_utils
             from vllm.v1.core import kv_cache_planning

@@ -6,6 +6,14 @@ out a model's (`get_kv_cache_configs` and, from 0.34, `get_global_kv_cache_group
 `generate_scheduler_kv_cache_config`), never by hand: the groups, their order and the
 pool's size are the ones vLLM would choose.
 
+A Mamba layer runs in vLLM's "align" mode, the one its prefix caching runs (a state kept
+at block boundaries, prefills split there: `Scheduler._mamba_block_aligned_split`), its
+blocks of the attention layers' size and its page padded to theirs, as vLLM's platform
+lays a real hybrid Mamba model out (`_align_hybrid_block_size`). schedcheck's model has no
+Mamba layer of its own, so the model's config hook that sets the mode
+(`MambaModelConfig.verify_and_update_config`) is not run: the mode and the Mamba block
+size are set here, before the planner and the Scheduler read them.
+
 The hybrid KV cache manager is on, as on a GPU and on vLLM's CPU platform: a machine whose
 vLLM build finds no device of its own gets an `UnspecifiedPlatform`, which turns it off in
 VllmConfig, and nothing past the planner reads the switch (`disable_hybrid_kv_cache_manager`
@@ -41,7 +49,7 @@ def hybrid_config(
 ) -> tuple[Any, tuple[int, ...]]:
     """vLLM's KVCacheConfig for the workload's model, and the group of each layer in the
     workload's order (full attention's first). `vllm`: the release's names, imported before
-    any box (Build: its SlidingWindowSpec, ChunkedLocalAttentionSpec, kv_cache_utils and,
+    any box (Build: its SlidingWindowSpec, ChunkedLocalAttentionSpec, MambaSpec, kv_cache_utils and,
     0.34 on, kv_cache_planning). `refused`: raised, with vLLM's words, where the release
     says it does not lay out a kind (NotImplementedError), or lays the layers out otherwise
     than a group a layer; LayoutRefused where its planner refuses a layout it should take."""
@@ -49,11 +57,12 @@ def hybrid_config(
     c = workload.config
     specs: dict[str, Any] = {FULL: full_spec}
     for i, layer in enumerate(workload.hybrid(), start=1):
-        specs[f"layer.{i}"] = _spec(
-            layer, full_spec, vllm.SlidingWindowSpec, vllm.ChunkedLocalAttentionSpec
-        )
+        specs[f"layer.{i}"] = _spec(layer, full_spec, vllm)
     vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = False
     cache = vllm_config.cache_config
+    if any(layer.state for layer in workload.hybrid()):
+        cache.mamba_cache_mode = "align"  # prefix caching's (the hook's, from 0.29 always)
+        cache.mamba_block_size = c.block_size
     if hasattr(cache, "get_resolved_kv_cache_layout") and cache.kv_cache_layout is None:
         cache.kv_cache_layout = "LBNHC"  # (0.29 on) the engine core's, for default backends
     memory = c.num_blocks * max(s.page_size_bytes for s in specs.values())
@@ -91,7 +100,7 @@ def _said(e: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(e).__name__
 
 
-def _spec(layer: Layer, full: Any, window: Any, chunk: Any) -> Any:
+def _spec(layer: Layer, full: Any, vllm: Any) -> Any:
     """The layer's vLLM spec, its page the full-attention layer's (one pool)."""
     base = {
         "block_size": full.block_size,
@@ -100,5 +109,14 @@ def _spec(layer: Layer, full: Any, window: Any, chunk: Any) -> Any:
         "dtype": full.dtype,
     }
     if layer.kind == "window":
-        return window(**base, sliding_window=layer.size)
-    return chunk(**base, attention_chunk_size=layer.size)
+        return vllm.SlidingWindowSpec(**base, sliding_window=layer.size)
+    if layer.kind == "chunk":
+        return vllm.ChunkedLocalAttentionSpec(**base, attention_chunk_size=layer.size)
+    # a state of one number, its page padded to attention's (0.22 asserts equal pages)
+    return vllm.MambaSpec(
+        block_size=full.block_size,
+        shapes=((1,),),
+        dtypes=(full.dtype,),
+        page_size_padded=full.page_size_bytes,
+        mamba_cache_mode="align",
+    )

@@ -110,6 +110,14 @@ def estimate_one_short(scheduler: Any) -> None:
             )
 
 
+def split_unaligned(scheduler: Any) -> None:
+    """A prefill chunk not cut at a block boundary for a Mamba layer's state (its
+    `_mamba_block_aligned_split` a no-op): a state is left in the middle of a block that
+    the prefix cache then names the prefix of its whole block (a Mamba state cached at an
+    unaligned position; a hybrid model's, issue 51)."""
+    scheduler._mamba_block_aligned_split = lambda request, num_new_tokens, *a, **k: num_new_tokens
+
+
 def invalid_block_counted(scheduler: Any) -> None:
     """Blocks whose load failed left counted as computed: the worker's invalid_block_ids
     ignored (no request rolled back or failed, its sample kept)."""
@@ -565,6 +573,14 @@ MUTANTS = (
         "E2",
         "a prefix hit's length taken from full attention's group only",
         hit_from_one_group,
+        modes=("sync-v2", "async-v2"),
+        layers=True,
+    ),
+    VllmMutant(
+        "split_unaligned",
+        "E2",
+        "a Mamba layer's prefill chunk not cut at a block boundary",
+        split_unaligned,
         modes=("sync-v2", "async-v2"),
         layers=True,
     ),
