@@ -148,7 +148,7 @@ def mamba_run(
     4); step 3 decodes position 5 from it, in place. After step 2 the prefix cache indexes
     block 3 as the prefix `cached`."""
     tokens = (1, 1, 1, 1, 1, 7)
-    blocks = tuple(Block(1, 0, ()) for _ in range(3)) + (Block(1, 7, cached),)
+    blocks = (*(Block(1, 0, ()) for _ in range(3)), Block(1, 7, cached))
     indexed = POOL._replace(blocks=blocks, cache_index=((7, 3),))
     first = Scheduled("r1", 0, 4, tokens[:5], (1, 2), groups=(tables[0],))
     second = Scheduled("r1", 4, 1, tokens[:5], full_second, groups=(tables[1],))
