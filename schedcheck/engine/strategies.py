@@ -22,7 +22,15 @@ from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
 from schedcheck.engine.layers import STATE_KINDS
-from schedcheck.engine.trace import PAUSED, UNKNOWN, EngineStep, EngineTrace, Pool, computed_on
+from schedcheck.engine.trace import (
+    PAUSED,
+    UNKNOWN,
+    EngineStep,
+    EngineTrace,
+    Pool,
+    Scheduled,
+    computed_on,
+)
 from schedcheck.engine.transfers import Span, spans
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
@@ -79,6 +87,9 @@ LAYER_HIT = "a prefix hit a window or chunk group holds blocks of"
 LAYER_SHORTENED = "a prefix hit shortened: full attention held more, another group lacked it"
 LAYER_REPREFILL = "a hybrid model's request re-prefilled after preemption"
 HYBRID = (LAYER_FREED, LAYER_HANDED_ON, LAYER_HIT, LAYER_SHORTENED, LAYER_REPREFILL)
+STATE_HIT = "a prefix hit on a Mamba state (its cached block read)"
+STATE_SPLIT = "a prefill chunk cut at a block boundary for a Mamba state (aligned split)"
+STATES = (STATE_HIT, STATE_SPLIT)
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -127,7 +138,11 @@ def labels(
         else ()
     ) + (OFFLOADING if "offloading" in features.connectors else ())
     sessions = SESSIONS if features.sessions else ()
-    hybrid = HYBRID if features.layers else ()
+    hybrid = (
+        (*HYBRID, *(STATES if set(features.layers) & set(STATE_KINDS) else ()))
+        if features.layers
+        else ()
+    )
     return (
         *base,
         *(label for label, has in extra if has),
@@ -582,11 +597,15 @@ def _groups(trace: EngineTrace) -> set[str]:
     block in its table); a block one group freed that another holds later; a prefix hit
     the other group holds blocks of (not only null ones); a hit shorter than full
     attention's cache held (its next block of the prompt cached by full attention before
-    the step: another group lacked it); a request re-prefilled after its preemption."""
+    the step: another group lacked it); a request re-prefilled after its preemption; a
+    hit on a Mamba state (its block at the hit's state index real); a prefill chunk a
+    Mamba layer's aligned split ended at a block boundary with room left."""
     seen: set[str] = set()
     owner: dict[int, int] = {}  # block -> the group that last held it
     prompts = {r.name: r.prompt for r in trace.workload.requests}
     bs = trace.workload.config.block_size
+    layers = trace.workload.hybrid()
+    aligned = any(layer.state for layer in layers)
     started: set[str] = set()
     before = None  # the pool after the step before
     for step in trace.steps:
@@ -595,8 +614,11 @@ def _groups(trace: EngineTrace) -> set[str]:
             tables = (seq.block_table, *seq.groups)
             h, prompt = seq.num_cached, prompts[seq.name]
             if seq.name not in started and h > 0:
-                if any(set(g[: h // bs]) - reserved for g in seq.groups):
-                    seen.add(LAYER_HIT)
+                for layer, its in zip(layers, seq.groups, strict=False):
+                    if layer.state and set(its[h // bs - 1 : h // bs]) - reserved:
+                        seen.add(STATE_HIT)
+                    elif not layer.state and set(its[: h // bs]) - reserved:
+                        seen.add(LAYER_HIT)
                 if before is not None and h + bs < len(prompt):
                     cached = {b for _, b in before.cache_index}
                     longer = prompt[: h + bs]
@@ -606,6 +628,8 @@ def _groups(trace: EngineTrace) -> set[str]:
                         if b < len(before.blocks)
                     ):
                         seen.add(LAYER_SHORTENED)
+            if aligned and _split(trace, step, seq, prompt):
+                seen.add(STATE_SPLIT)
             if seq.name not in started and len(seq.token_ids) > len(prompt):
                 seen.add(LAYER_REPREFILL)  # its first chunk since preempted
             started.add(seq.name)
@@ -623,6 +647,20 @@ def _groups(trace: EngineTrace) -> set[str]:
                     started.discard(name)
             before = after
     return seen
+
+
+def _split(trace: EngineTrace, step: EngineStep, seq: Scheduled, prompt: tuple[int, ...]) -> bool:
+    """Whether `seq`'s prefill chunk ends at a block boundary short of its prompt's end
+    though the step had room for more (a state layer's aligned split)."""
+    c = trace.workload.config
+    end = seq.num_cached + seq.num_scheduled
+    total = sum(s.num_scheduled for s in step.scheduled)
+    return (
+        end < len(prompt)
+        and end % c.block_size == 0
+        and total < c.max_num_batched_tokens
+        and len(step.scheduled) <= c.max_num_seqs
+    )
 
 
 def observe(trace: EngineTrace) -> set[str]:

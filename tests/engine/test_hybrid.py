@@ -38,6 +38,8 @@ from schedcheck.engine.strategies import (
     LAYER_HIT,
     LAYER_REPREFILL,
     LAYER_SHORTENED,
+    STATE_HIT,
+    STATE_SPLIT,
     labels,
     observe,
 )
@@ -289,3 +291,53 @@ def test_a_hit_the_window_lacked_is_shortened_and_reached_so() -> None:
         for s in trace.steps
     ]
     assert LAYER_HIT not in observe(replace(trace, steps=nulls))
+
+
+def test_a_mamba_state_hit_read_where_its_prefix_left_it_and_broken_is_e2() -> None:
+    """The recorded run mamba_trace.json (0.34.0, async-v2, a Mamba layer beside full
+    attention, blocks of 2): r4 [2 1 1] is prefilled in two chunks, cut at the block
+    boundary 2 (0.34 cuts a prompt at (L - 1) // B * B, so its state there is cached):
+    its Mamba state of [2 1] in block 1, cached; r5 [2 1 1] then hits 2 tokens and starts
+    from that state, in block 1 of its own table. Broken: r5 reads its state from the
+    block r4's last chunk wrote (the state of all three tokens), E2."""
+    trace = recorded_run("mamba_trace.json")
+    assert trace.workload.layers == ("mamba",) and check_engine(trace, CHECKS) == []
+    assert {STATE_HIT, STATE_SPLIT} <= observe(trace)
+    r4 = [s for step in trace.steps for s in step.scheduled if s.name == "r4"]
+    assert [(s.num_cached, s.num_scheduled, s.groups) for s in r4] == [
+        (0, 2, ((1,),)),
+        (2, 1, ((1, 4),)),
+    ]
+    (r5,) = [(step.step, s) for step in trace.steps for s in step.scheduled if s.name == "r5"]
+    assert r5[1].num_cached == 2 and r5[1].groups == ((1, 3),)
+
+    def reads_block_4(step: EngineStep) -> EngineStep:
+        scheduled = tuple(
+            s._replace(groups=((4, 3),)) if s.name == "r5" else s for s in step.scheduled
+        )
+        return replace(step, scheduled=scheduled)
+
+    broken = replace(trace, steps=tuple(reads_block_4(s) for s in trace.steps))
+    (v,) = fired(broken, "E2")
+    assert (
+        v.step == r5[0]
+        and (
+            "r5's mamba layer starts from the state of its first 2 tokens, at block 4 (index 0) of "
+            "its group 1 block table [4, 3], which holds the state of [2 1 1]"
+        )
+        in v.message
+    )
+
+
+@pytest.mark.vllm
+def test_the_release_passes_the_mamba_run_in_both_modes(vllm: LocalEngine) -> None:
+    """The Mamba run's workload replayed (its layout by the release's planner, its mode
+    and block size as a hybrid Mamba model's hook sets them): every check holds, and the
+    state hit and the aligned split are reached again."""
+    if "mamba" not in vllm.setup.layers:
+        pytest.skip("this release's planner lays out no Mamba layer here")
+    workload = recorded_run("mamba_trace.json").workload
+    for mode in ("async-v2", "sync-v2"):
+        trace = vllm.run(replace(workload, config=replace(workload.config, mode=mode)))
+        assert check_engine(trace, CHECKS) == [], mode
+        assert {STATE_HIT, STATE_SPLIT} <= observe(trace), mode
