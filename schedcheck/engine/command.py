@@ -126,6 +126,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "offloading connector to a tier of a few blocks) (default: each the engine has)",
     )
     engine.add_argument(
+        "--layers",
+        metavar="KINDS",
+        help="with hybrid models drawn, the kinds of layer beside full attention, comma-"
+        "separated: window (sliding-window attention), chunk (chunked local attention), mamba "
+        "(a Mamba state) (default: each the engine lays out)",
+    )
+    engine.add_argument(
         "--load-failure",
         metavar="POLICIES",
         help="with a connector, the failed-load policies drawn, comma-separated: recompute, "
@@ -365,9 +372,14 @@ def drawn(features: Features, asked: str | None, title: str) -> Features:
 
 
 def narrowed(features: Features, args: argparse.Namespace) -> Features:
-    """The connectors and failed-load policies --connector and --load-failure keep (each
-    one the features have; ValueError naming the option and the value otherwise)."""
-    for option, field in (("connector", "connectors"), ("load_failure", "load_failures")):
+    """The connectors, failed-load policies and hybrid models' kinds of layer --connector,
+    --load-failure and --layers keep (each one the features have; ValueError naming the
+    option and the value otherwise)."""
+    for option, field in (
+        ("connector", "connectors"),
+        ("load_failure", "load_failures"),
+        ("layers", "layers"),
+    ):
         asked = getattr(args, option, None)
         if not asked:
             continue
@@ -378,16 +390,25 @@ def narrowed(features: Features, args: argparse.Namespace) -> Features:
             flag = "--" + option.replace("_", "-")
             raise ValueError(
                 f"{flag} {asked}: {missing[0] if missing else 'nothing'!r} is not drawn here "
-                f"(this run has: {', '.join(have) or 'none: --features connector, where the '}"
+                f"(this run has: {', '.join(have) or f'none: {_drawn_by[field]}, where the '}"
                 + ("" if have else "engine has one")
                 + ")"
             )
         kept = tuple(n for n in have if n in names)
         if field == "connectors":
             features = replace(features, connectors=kept)
-        else:
+        elif field == "load_failures":
             features = replace(features, load_failures=kept)
+        else:
+            features = replace(features, layers=kept)
     return features
+
+
+_drawn_by = {
+    "connectors": "--features connector",
+    "load_failures": "--features connector",
+    "layers": "--features hybrid",
+}
 
 
 def conclude(

@@ -81,7 +81,9 @@ SESSION_PREEMPTED = "session continued after a preemption"
 SESSION_TIGHT = "preemption while a session waits for its client, holding blocks"
 SESSIONS = (SESSION_CONTINUED, SESSION_QUEUED, SESSION_PREEMPTED, SESSION_TIGHT)
 # hybrid models (issue 51): a KV cache group a layer
-LAYER_FREED = "a block a window or chunk no longer reads freed, the null block in its place"
+LAYER_FREED = (
+    "a block a window, chunk or Mamba layer no longer reads freed, the null block in its place"
+)
 LAYER_HANDED_ON = "a block one KV cache group freed handed to another group"
 LAYER_HIT = "a prefix hit a window or chunk group holds blocks of"
 LAYER_SHORTENED = "a prefix hit shortened: full attention held more, another group lacked it"
@@ -138,8 +140,12 @@ def labels(
         else ()
     ) + (OFFLOADING if "offloading" in features.connectors else ())
     sessions = SESSIONS if features.sessions else ()
+    states = bool(set(features.layers) & set(STATE_KINDS))
     hybrid = (
-        (*HYBRID, *(STATES if set(features.layers) & set(STATE_KINDS) else ()))
+        (
+            *(h for h in HYBRID if h != LAYER_HIT or set(features.layers) - set(STATE_KINDS)),
+            *(STATES if states else ()),
+        )
         if features.layers
         else ()
     )

@@ -27,7 +27,7 @@ import pytest
 
 from schedcheck.engine.adapter import EngineSetup
 from schedcheck.engine.checks import check_engine
-from schedcheck.engine.command import drawn
+from schedcheck.engine.command import drawn, narrowed
 from schedcheck.engine.export import export_test
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
@@ -77,6 +77,10 @@ def test_the_run_reaches_a_freed_window_block_and_a_block_handed_to_another_grou
     assert {LAYER_FREED, LAYER_HANDED_ON} <= observe(recorded())
     assert set(HYBRID) <= set(labels(replace(VLLM.features, layers=("window",))))
     assert not set(HYBRID) & set(labels(replace(VLLM.features, layers=())))
+    # a Mamba layer's labels only where one is drawn; a window's hit only where one is
+    only_states = set(labels(replace(VLLM.features, layers=("mamba",))))
+    assert {STATE_HIT, STATE_SPLIT} <= only_states and LAYER_HIT not in only_states
+    assert not {STATE_HIT, STATE_SPLIT} & set(labels(replace(VLLM.features, layers=("window",))))
 
 
 def test_hybrid_models_are_drawn_by_default_and_where_named_and_refused_where_none() -> None:
@@ -341,3 +345,15 @@ def test_the_release_passes_the_mamba_run_in_both_modes(vllm: LocalEngine) -> No
         trace = vllm.run(replace(workload, config=replace(workload.config, mode=mode)))
         assert check_engine(trace, CHECKS) == [], mode
         assert {STATE_HIT, STATE_SPLIT} <= observe(trace), mode
+
+
+def test_layers_keeps_the_kinds_it_names_and_refuses_one_not_drawn() -> None:
+    """--layers narrows the kinds of layer a search draws (each one drawn; a usage error
+    naming the option and the value otherwise)."""
+    kept = narrowed(VLLM.features, argparse.Namespace(layers="mamba,window"))
+    assert kept.layers == ("window", "mamba")
+    with pytest.raises(ValueError, match=r"--layers linear: 'linear' is not drawn here"):
+        narrowed(VLLM.features, argparse.Namespace(layers="linear"))
+    plain = replace(VLLM.features, layers=())
+    with pytest.raises(ValueError, match=r"none: --features hybrid, where the engine has one"):
+        narrowed(plain, argparse.Namespace(layers="mamba"))
