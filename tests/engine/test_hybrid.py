@@ -21,6 +21,7 @@ import argparse
 import json
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -52,6 +53,7 @@ from schedcheck.invariants.violation import Violation
 from tests.engine.recorded_runs import CHECKS, at, fired
 from tests.engine.recorded_runs import recorded as recorded_run
 from tests.engine.vllm_engine import local_vllm
+from tests.engine_subjects.exported import run_exported
 from tests.engine_subjects.vllm.mutants import window_frees_inside
 
 
@@ -357,3 +359,22 @@ def test_layers_keeps_the_kinds_it_names_and_refuses_one_not_drawn() -> None:
     plain = replace(VLLM.features, layers=())
     with pytest.raises(ValueError, match=r"none: --features hybrid, where the engine has one"):
         narrowed(plain, argparse.Namespace(layers="mamba"))
+
+
+@pytest.mark.vllm
+def test_a_mamba_run_s_export_builds_its_groups_on_the_release(
+    vllm: LocalEngine, tmp_path: Path
+) -> None:
+    """The Mamba run exported (its E5 property, which holds there): the test lays out the
+    Mamba group with vLLM's planner in align mode and runs to its end on the release."""
+    if "mamba" not in vllm.setup.layers:
+        pytest.skip("this release's planner lays out no Mamba layer here")
+    trace = recorded_run("mamba_trace.json")
+    verdict = EngineVerdict(trace, [Violation("E5", 13, "end of run", "as the test says")])
+    rendered = VLLM.render(vllm.setup, trace)
+    assert not isinstance(rendered, str)
+    test = tmp_path / "test_mamba.py"
+    test.write_text(export_test(verdict, rendered, "vLLM", "schedcheck engine --engine vllm"))
+    assert "LAYERS = ['mamba']" in test.read_text()
+    done = run_exported([test], tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:]

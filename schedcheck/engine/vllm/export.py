@@ -282,22 +282,28 @@ HYBRID_PLAN = '''
 def hybrid_kv_cache_config(vllm_config, full):
     """The model's KV cache groups as vLLM's planner lays them out: full attention's layer
     and a layer of each kind LAYERS names ("window:W": SlidingWindowSpec; "chunk:C":
-    ChunkedLocalAttentionSpec), one page each, over NUM_BLOCKS blocks, the hybrid KV cache
-    manager on (as on a GPU, and on vLLM's CPU platform)."""
+    ChunkedLocalAttentionSpec; "mamba": MambaSpec in the "align" mode prefix caching runs,
+    as a hybrid Mamba model's config hook sets it), one page each, over NUM_BLOCKS blocks,
+    the hybrid KV cache manager on (as on a GPU, and on vLLM's CPU platform)."""
     from vllm.v1.core import kv_cache_utils
-    from vllm.v1.kv_cache_interface import ChunkedLocalAttentionSpec, SlidingWindowSpec
+    from vllm.v1.kv_cache_interface import ChunkedLocalAttentionSpec, MambaSpec, SlidingWindowSpec
 
     specs = {"layer.0": full}
-    for i, layer in enumerate(LAYERS, start=1):
-        kind, size = layer.split(":")
-        shape = dict(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float32)
-        specs[f"layer.{i}"] = (
-            SlidingWindowSpec(**shape, sliding_window=int(size))
-            if kind == "window"
-            else ChunkedLocalAttentionSpec(**shape, attention_chunk_size=int(size))
-        )
-    vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = False
     cache = vllm_config.cache_config
+    for i, layer in enumerate(LAYERS, start=1):
+        kind, _, size = layer.partition(":")
+        shape = dict(block_size=BLOCK_SIZE, num_kv_heads=1, head_size=1, dtype=torch.float32)
+        if kind == "window":
+            specs[f"layer.{i}"] = SlidingWindowSpec(**shape, sliding_window=int(size))
+        elif kind == "chunk":
+            specs[f"layer.{i}"] = ChunkedLocalAttentionSpec(**shape, attention_chunk_size=int(size))
+        else:  # a state of one number, its page padded to attention's
+            specs[f"layer.{i}"] = MambaSpec(
+                block_size=BLOCK_SIZE, shapes=((1,),), dtypes=(torch.float32,),
+                page_size_padded=full.page_size_bytes, mamba_cache_mode="align",
+            )
+            cache.mamba_cache_mode, cache.mamba_block_size = "align", BLOCK_SIZE
+    vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = False
     if hasattr(cache, "get_resolved_kv_cache_layout") and cache.kv_cache_layout is None:
         cache.kv_cache_layout = "LBNHC"  # (0.29 on) the engine core's, for default backends
     memory = [NUM_BLOCKS * full.page_size_bytes]
@@ -830,7 +836,8 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
                 (
                     "the model's KV cache groups, laid out by vLLM's own planner from one "
                     "full-attention layer and one layer of each kind in LAYERS (a sliding "
-                    "window, chunked local attention), scaled down to a few tokens",
+                    "window, chunked local attention, a Mamba state), scaled down to a few "
+                    "tokens",
                 )
                 if w.layers
                 else ()
