@@ -91,6 +91,9 @@ class Features:
     # hybrid models (issue 51; layers.KINDS): the kinds of layer beside full attention a
     # workload's model may have, a KV cache group each (empty: none drawn)
     layers: tuple[str, ...] = ()
+    # a model with a state layer (layers.STATE_KINDS) is run with a token budget of a
+    # block at least (vLLM 0.22 to 0.28's config asserts it in Mamba's align mode)
+    state_budget: bool = False
 
 
 PLAIN = Features()
@@ -137,6 +140,7 @@ class EngineSetup:
     load_failures: tuple[str, ...] = ()
     sessions: bool = False  # it has streaming-input sessions (Features.sessions, narrowed)
     layers: tuple[str, ...] = ()  # the kinds of layer its hybrid models have (Features.layers)
+    state_budget: bool = False  # Features.state_budget: its state layers ask a block of budget
 
     def features(self, features: Features) -> Features:
         """Its adapter's features, narrowed to what this setup runs with."""
@@ -160,6 +164,7 @@ class EngineSetup:
             load_failures=tuple(p for p in features.load_failures if p in self.load_failures),
             sessions=features.sessions if self.sessions else 0,
             layers=tuple(k for k in features.layers if k in self.layers),
+            state_budget=self.state_budget,
         )
         lacked: dict[str, Any] = dict.fromkeys(self.lacks, False)
         return replace(features, **lacked)
@@ -185,6 +190,7 @@ class EngineSetup:
             "load_failures": list(self.load_failures),
             "sessions": self.sessions,
             "layers": list(self.layers),
+            "state_budget": self.state_budget,
         }
 
     @classmethod
@@ -209,6 +215,7 @@ class EngineSetup:
             tuple(map(str, data.get("load_failures", ()))),
             bool(data.get("sessions", False)),
             tuple(map(str, data.get("layers", ()))),
+            bool(data.get("state_budget", False)),
         )
 
     @property

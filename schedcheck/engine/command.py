@@ -600,6 +600,7 @@ def replay(
                 features.headroom,
                 features.block_sizes[0],
                 features.budget_in_blocks,
+                features.state_budget,
             ),
             *unsupported(workload, features, modes, sizes),
         ]

@@ -318,7 +318,10 @@ def _layered(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> E
         layer = f"chunk:{c.block_size * draw(st.integers(1, 2))}"
     layered = replace(workload, layers=(layer,))
     blocks = max(c.num_blocks, layered.hybrid_blocks() + features.reserved)
-    return replace(layered, config=replace(c, num_blocks=blocks))
+    budget = c.max_num_batched_tokens
+    if kind in STATE_KINDS and features.state_budget:  # the release asks a block at least
+        budget = max(budget, c.block_size)
+    return replace(layered, config=replace(c, num_blocks=blocks, max_num_batched_tokens=budget))
 
 
 def _sessions(

@@ -200,6 +200,16 @@ class EngineWorkload:
         """Its layers beside full attention (layers.py)."""
         return tuple(Layer.parse(t) for t in self.layers)
 
+    def _layers(self) -> tuple[Layer, ...]:
+        """Its layers that parse (those that do not are _hybrid_problems' to say)."""
+        found = []
+        for text in self.layers:
+            try:
+                found.append(Layer.parse(text))
+            except ValueError:
+                continue
+        return tuple(found)
+
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
         h = zlib.crc32(",".join(map(str, tokens)).encode())
@@ -334,6 +344,7 @@ class EngineWorkload:
         headroom: Headroom = NO_HEADROOM,
         smallest_block: int = 2,
         budget_in_blocks: bool = False,
+        state_budget: bool = False,
     ) -> list[str]:
         """Why this is not valid input for an engine (empty when it is): a request that
         cannot fit alone, or a token budget below max_num_seqs (a decode step may
@@ -341,7 +352,8 @@ class EngineWorkload:
         `reserved`: blocks the engine keeps out of play (vLLM's null block: 1); `headroom`:
         what its intake asks beyond a request's tokens; `smallest_block`: the smallest block
         (page) size it runs with; `budget_in_blocks`: its token budget must be a whole number
-        of blocks."""
+        of blocks; `state_budget`: a model with a state layer runs with a budget of a block
+        at least."""
         c = self.config
         found = [
             f"{r.name} needs {r.peak_blocks(c.block_size, headroom)} KV blocks, more than "
@@ -387,6 +399,13 @@ class EngineWorkload:
             found.append(
                 f"kvcache_block_size {c.block_size} is below {smallest_block}, which this "
                 "engine never runs with (docs/engines.md)"
+            )
+        states = any(layer.state for layer in self._layers())
+        if state_budget and states and c.max_num_batched_tokens < c.block_size:
+            found.append(
+                f"max_num_batched_tokens {c.max_num_batched_tokens} is below "
+                f"kvcache_block_size {c.block_size}, which this engine refuses for a model "
+                "with a Mamba layer (its align mode's start-up check)"
             )
         if budget_in_blocks and c.max_num_batched_tokens % c.block_size:
             found.append(

@@ -13,9 +13,12 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
 
+from schedcheck.engine.adapter import Features
 from schedcheck.engine.kv import check_e2
 from schedcheck.engine.layers import Layer, state_index
+from schedcheck.engine.strategies import engine_workloads
 from schedcheck.engine.trace import Block, EngineStep, EngineTrace, Pool, Scheduled
 from schedcheck.engine.traits import Runner, Traits
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
@@ -207,3 +210,30 @@ def test_a_cached_state_block_holds_the_state_of_the_prefix_its_hash_names() -> 
 def test_a_mamba_layer_with_drafts_is_refused_by_name() -> None:
     said = replace(workload(("mamba",)), drafts=2).problems()
     assert any("a Mamba layer's states under speculative decoding" in p for p in said), said
+
+
+def test_a_mamba_workload_below_a_block_of_budget_is_refused_where_the_engine_asks_one() -> None:
+    """Features.state_budget (vLLM 0.22 to 0.28): a model with a Mamba layer runs with a
+    budget of a block at least; a replay below it names both fields, and the search never
+    draws one."""
+    small = replace(
+        workload(("mamba",)), config=replace(workload(()).config, max_num_batched_tokens=1)
+    )
+    said = small.problems(state_budget=True)
+    assert any("max_num_batched_tokens 1 is below kvcache_block_size 2" in p for p in said), said
+    assert not any("kvcache_block_size" in p for p in small.problems())
+    assert not any(
+        "kvcache_block_size" in p for p in replace(small, layers=()).problems(state_budget=True)
+    )
+    features = replace(Features(), layers=("mamba",), state_budget=True)
+    seen: list[EngineWorkload] = []
+
+    @settings(max_examples=200, deadline=None, derandomize=True)
+    @given(engine_workloads(features=features))
+    def drawn(w: EngineWorkload) -> None:
+        if w.layers:
+            seen.append(w)
+
+    drawn()
+    assert seen and all(w.config.max_num_batched_tokens >= w.config.block_size for w in seen)
+    assert all(w.problems(state_budget=True) == [] for w in seen)

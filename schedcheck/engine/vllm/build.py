@@ -211,6 +211,9 @@ class Build:
             policy=c.policy,
         )
         cache_config = v.CacheConfig(block_size=c.block_size, enable_prefix_caching=True)
+        if any(layer.state for layer in workload.hybrid()):  # before VllmConfig checks it
+            cache_config.mamba_cache_mode = "align"  # as a hybrid Mamba model's hook sets it
+            cache_config.mamba_block_size = c.block_size
         speculative = (
             {"speculative_config": self.speculative(workload, model_config)}
             if workload.drafts

@@ -79,6 +79,7 @@ def vllm_setup(path: str | None, args: argparse.Namespace | None = None) -> Engi
         # hybrid models (a window or a chunk beside full attention) where its planner lays
         # them out
         layers=KINDS if has.hybrid and wants("hybrid", getattr(args, "features", None)) else (),
+        state_budget=has.state_budget,
         config={
             "async_default": has.overlaps_by_default,
             "protocol_default": has.protocol_by_default,

@@ -83,6 +83,9 @@ class Release:
     # get_kv_cache_configs(vllm_config, specs per worker, memory per worker) (0.22 on;
     # 0.34 moves it to kv_cache_planning.py): hybrid.py
     hybrid: bool = False
+    # its config asserts, in Mamba's align mode, a block of at most max_num_batched_tokens
+    # (`VllmConfig.__post_init__`, #34445: 0.22 to 0.28; 0.29 on splits a wider block)
+    state_budget: bool = False
 
     def modes(self) -> list[Mode]:
         """Every mode it has, its default first."""
@@ -139,6 +142,7 @@ def release(root: Path) -> Release:
         "class OffloadingWorkerMetadata" in _text(package / OFFLOADING / "common.py"),
         (package / "v1" / "core" / "kv_cache_planning.py").is_file()
         or "available_memory: list[int]" in _text(package / "v1" / "core" / "kv_cache_utils.py"),
+        "In Mamba cache align mode, block_size" in config,
     )
 
 
