@@ -77,8 +77,8 @@ def test_the_release_passes_a_bounded_search_and_reaches_every_hard_part(
     """In every mode the release has (--modes all), each drawn in turn."""
     build(vllm).patch = None
     every = vllm_setup(None, argparse.Namespace(async_scheduling=None, runner=None, modes="all"))
-    # speculative decoding and the KV connector: the tests below
-    plain = replace(VLLM.features, drafts=0, connectors=(), load_failures=(), sessions=0)
+    # speculative decoding and the KV connector: the tests below; hybrid models: test_hybrid
+    plain = replace(VLLM.features, drafts=0, connectors=(), load_failures=(), sessions=0, layers=())
     found = search_engine(vllm, 400, CHECKS, True, plain, every.modes)
     assert found.failure is None, found.failure[1].report()
     reachable = labels(plain, every.modes, every.reaches)
