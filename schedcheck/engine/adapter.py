@@ -92,7 +92,7 @@ class Features:
     # workload's model may have, a KV cache group each (empty: none drawn)
     layers: tuple[str, ...] = ()
     # a model with a state layer (layers.STATE_KINDS) is run with a token budget of a
-    # block at least (vLLM 0.22 to 0.28's config asserts it in Mamba's align mode)
+    # block at least (vLLM 0.22 to 0.26's config asserts it in Mamba's align mode)
     state_budget: bool = False
 
 

@@ -213,7 +213,7 @@ def test_a_mamba_layer_with_drafts_is_refused_by_name() -> None:
 
 
 def test_a_mamba_workload_below_a_block_of_budget_is_refused_where_the_engine_asks_one() -> None:
-    """Features.state_budget (vLLM 0.22 to 0.28): a model with a Mamba layer runs with a
+    """Features.state_budget (vLLM 0.22 to 0.26): a model with a Mamba layer runs with a
     budget of a block at least; a replay below it names both fields, and the search never
     draws one."""
     small = replace(

@@ -169,8 +169,8 @@ def test_a_release_without_the_v1_runner_speaks_v2_alone(tmp_path: Path) -> None
 
 
 def test_a_release_that_asserts_a_block_of_budget_for_mamba_says_so(tmp_path: Path) -> None:
-    """0.22 to 0.28's VllmConfig asserts, in Mamba's align mode, a block of at most
-    max_num_batched_tokens (#34445); 0.29 on splits a wider block instead. The setup
+    """0.22 to 0.26's VllmConfig asserts, in Mamba's align mode, a block of at most
+    max_num_batched_tokens (#34445); 0.27 on splits a wider block instead. The setup
     carries it to the features (Features.state_budget), which keep a Mamba workload's
     budget at a block at least."""
     tree(tmp_path, overlaps=True, by_default=True, v2=True, v2_default=True)

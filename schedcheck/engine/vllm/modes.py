@@ -84,7 +84,7 @@ class Release:
     # 0.34 moves it to kv_cache_planning.py): hybrid.py
     hybrid: bool = False
     # its config asserts, in Mamba's align mode, a block of at most max_num_batched_tokens
-    # (`VllmConfig.__post_init__`, #34445: 0.22 to 0.28; 0.29 on splits a wider block)
+    # (`VllmConfig.__post_init__`, #34445: 0.22 to 0.26; 0.27 on splits a wider block)
     state_budget: bool = False
 
     def modes(self) -> list[Mode]:
