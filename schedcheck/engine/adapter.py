@@ -94,6 +94,10 @@ class Features:
     # a model with a state layer (layers.STATE_KINDS) is run with a token budget of a
     # block at least (vLLM 0.22 to 0.26's config asserts it in Mamba's align mode)
     state_budget: bool = False
+    # (kind of layer, drafter) pairs the engine never runs with its hybrid KV cache
+    # manager, and so never draws together (vLLM turns the manager off for chunked local
+    # attention with a drafter on the target's hidden states)
+    apart: tuple[tuple[str, str], ...] = ()
 
 
 PLAIN = Features()

@@ -302,10 +302,15 @@ def _layered(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> E
     """A hybrid model (layers.py): one layer beside full attention, of a kind the engine
     has: a sliding window of 1 to 4 tokens, chunks of one or two blocks, or a Mamba layer
     (not where the workload drafts: its states under speculative decoding are not
-    modelled); a KV cache group each. The pool holds a request of max_model_len in every
+    modelled; nor a kind the engine never runs with the workload's drafter: Features.apart);
+    a KV cache group each. The pool holds a request of max_model_len in every
     group at once (and a block more each), as an engine's startup check asks of it (vLLM's
     planner does)."""
-    kinds = [k for k in features.layers if not (k in STATE_KINDS and workload.drafts)]
+    kinds = [
+        k
+        for k in features.layers
+        if not (workload.drafts and (k in STATE_KINDS or (k, workload.drafter) in features.apart))
+    ]
     if not kinds:
         return workload
     kind = draw(st.sampled_from(kinds))

@@ -44,7 +44,7 @@ from schedcheck.engine.strategies import (
     labels,
     observe,
 )
-from schedcheck.engine.trace import EngineStep, EngineTrace
+from schedcheck.engine.trace import UNDRIVABLE, EngineStep, EngineTrace
 from schedcheck.engine.verdict import EngineVerdict
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
@@ -380,3 +380,16 @@ def test_a_mamba_run_s_export_builds_its_groups_on_the_release(
     assert "LAYERS = ['mamba']" in test.read_text()
     done = run_exported([test], tmp_path)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+@pytest.mark.vllm
+def test_chunked_local_attention_with_a_hidden_state_drafter_is_no_mode_of_the_release(
+    vllm: LocalEngine,
+) -> None:
+    """VllmConfig turns the hybrid manager off for chunked local attention with EAGLE
+    (0.26's manager asserts the pair unsupported): a replay of the pair is refused, named,
+    never run as a hybrid model vLLM would not run."""
+    workload = replace(recorded().workload, layers=("chunk:2",), drafts=1, drafter="hidden")
+    failure = vllm.run(workload).failure
+    assert failure is not None and failure.check == UNDRIVABLE, failure
+    assert "without its hybrid KV cache manager" in failure.message, failure

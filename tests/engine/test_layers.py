@@ -237,3 +237,28 @@ def test_a_mamba_workload_below_a_block_of_budget_is_refused_where_the_engine_as
     drawn()
     assert seen and all(w.config.max_num_batched_tokens >= w.config.block_size for w in seen)
     assert all(w.problems(state_budget=True) == [] for w in seen)
+
+
+def test_a_layer_is_never_drawn_with_a_drafter_the_engine_keeps_it_apart_from() -> None:
+    """Features.apart (vLLM: chunked local attention with a drafter on the target's hidden
+    states runs without the hybrid manager): no workload draws the pair; a Mamba layer is
+    drawn with no drafts at all; the rest are drawn with drafts."""
+    features = replace(
+        Features(),
+        layers=("window", "chunk", "mamba"),
+        drafts=2,
+        drafters=(("lookup", ()), ("hidden", ())),
+        apart=(("chunk", "hidden"),),
+    )
+    seen: list[EngineWorkload] = []
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(engine_workloads(features=features))
+    def drawn(w: EngineWorkload) -> None:
+        if w.layers and w.drafts:
+            seen.append(w)
+
+    drawn()
+    pairs = {(w.layers[0].partition(":")[0], w.drafter) for w in seen}
+    assert ("chunk", "hidden") not in pairs and not any(k == "mamba" for k, _ in pairs)
+    assert {("chunk", "lookup"), ("window", "hidden")} <= pairs, pairs

@@ -99,7 +99,10 @@ class Vllm:
         connectors=tuple(CONNECTORS),  # as its release has them (--features connector)
         load_failures=LOAD_FAILURES,
         sessions=2,  # where its release has them (--features sessions)
-        layers=KINDS,  # a window or a chunk beside full attention (--features hybrid)
+        layers=KINDS,  # a window, a chunk or a Mamba layer beside full attention
+        # VllmConfig turns the hybrid manager off for chunked local attention with EAGLE
+        # (`uses_target_hidden_states`; 0.26's manager asserts it unsupported)
+        apart=(("chunk", "hidden"),),
     )
     # its running cap, its preemption rules, its running requests scheduled first
     policies_on = frozenset({"E9", "E10", "E13", "E15", "E16", "E17"})

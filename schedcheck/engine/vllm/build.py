@@ -260,6 +260,15 @@ class Build:
         if workload.layers:  # a hybrid model: its groups laid out by vLLM's planner
             if workload.connector:
                 raise NoSuchMode("a hybrid model with a KV connector is not driven yet")
+            if (
+                workload.drafts
+                and workload.drafter == "hidden"
+                and any(layer.kind == "chunk" for layer in workload.hybrid())
+            ):
+                raise NoSuchMode(
+                    "vLLM runs chunked local attention with a drafter on the target's hidden "
+                    "states without its hybrid KV cache manager (VllmConfig turns it off)"
+                )
             kv_cache_config, groups = hybrid_config(workload, vllm_config, spec, NoSuchMode, v)
         else:
             kv_cache_config = v.KVCacheConfig(
