@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -49,12 +51,15 @@ from schedcheck.engine.verdict import EngineVerdict
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.vllm.hybrid import LayoutRefused, hybrid_config
+from schedcheck.engine.workload import EngineWorkload
 from schedcheck.invariants.violation import Violation
 from tests.engine.recorded_runs import CHECKS, at, fired
 from tests.engine.recorded_runs import recorded as recorded_run
 from tests.engine.vllm_engine import local_vllm
 from tests.engine_subjects.exported import run_exported
 from tests.engine_subjects.vllm.mutants import window_frees_inside
+
+FINDINGS = Path(__file__).resolve().parent.parent.parent / "findings"
 
 
 def recorded() -> EngineTrace:
@@ -393,3 +398,30 @@ def test_chunked_local_attention_with_a_hidden_state_drafter_is_no_mode_of_the_r
     failure = vllm.run(workload).failure
     assert failure is not None and failure.check == UNDRIVABLE, failure
     assert "without its hybrid KV cache manager" in failure.message, failure
+
+
+@pytest.mark.vllm
+def test_vllm_23_a_rejected_draft_reads_a_window_block_freed_on_its_count(
+    vllm: LocalEngine,
+) -> None:
+    """findings/VLLM_23.json (docs/findings.md): async-v1, a window of 2, EAGLE. 0.22 to
+    0.25 free a window's blocks on num_computed_tokens, the in-flight draft counted; the
+    draft rejected, the step after reads position 1 in the freed block (E2 at step 11).
+    0.26 frees on the tokens processed (#47728) and passes. Run as a user runs it."""
+    replay = FINDINGS / "VLLM_23.json"
+    saved = EngineWorkload.from_json(replay.read_text())
+    if saved.config.mode not in vllm.setup.modes:
+        pytest.skip(f"this release has no mode {saved.config.mode}")
+    command = [sys.executable, "-m", "schedcheck", "engine", "--engine", "vllm"]
+    done = subprocess.run(
+        [*command, "--features", "spec,hybrid", "--modes", "all", "--replay", str(replay)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if release() < (0, 26):
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "E2 at step 11" in done.stdout
+        assert "r5's window:2 layer attends to position 1 at slot 1" in done.stdout
+    else:
+        assert done.returncode == 0, done.stdout + done.stderr
