@@ -149,7 +149,13 @@ def search(
     return row
 
 
-VERDICTS = {0: "PASS", 1: "FAIL", 2: "cannot be driven", 3: "schedcheck's fault", 124: "timed out"}
+VERDICTS = {
+    0: "PASS",
+    1: "FAIL",
+    2: "exit 2: cannot be driven, or an option refused (its lines say which)",
+    3: "schedcheck's fault",
+    124: "timed out",
+}
 
 
 def engine(
