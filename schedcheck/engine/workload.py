@@ -200,16 +200,6 @@ class EngineWorkload:
         """Its layers beside full attention (layers.py)."""
         return tuple(Layer.parse(t) for t in self.layers)
 
-    def _layers(self) -> tuple[Layer, ...]:
-        """Its layers that parse (those that do not are _hybrid_problems' to say)."""
-        found = []
-        for text in self.layers:
-            try:
-                found.append(Layer.parse(text))
-            except ValueError:
-                continue
-        return tuple(found)
-
     def next_token(self, tokens: Sequence[int]) -> int:
         """The simulated model: a function of the whole sequence, the same in every process."""
         h = zlib.crc32(",".join(map(str, tokens)).encode())
@@ -368,7 +358,7 @@ class EngineWorkload:
         found.extend(self._schedule_problems())
         found.extend(self._connector_problems())
         found.extend(self._session_problems())
-        found.extend(self._hybrid_problems(reserved))
+        found.extend(self._hybrid_problems(reserved, state_budget))
         if self.drafter not in DRAFTERS:
             found.append(f"drafter {self.drafter!r} is none of {', '.join(DRAFTERS)}")
         if self.drafts:  # a lone request's drafts past its last token take KV slots too
@@ -399,13 +389,6 @@ class EngineWorkload:
             found.append(
                 f"kvcache_block_size {c.block_size} is below {smallest_block}, which this "
                 "engine never runs with (docs/engines.md)"
-            )
-        states = any(layer.state for layer in self._layers())
-        if state_budget and states and c.max_num_batched_tokens < c.block_size:
-            found.append(
-                f"max_num_batched_tokens {c.max_num_batched_tokens} is below "
-                f"kvcache_block_size {c.block_size}, which this engine refuses for a model "
-                "with a Mamba layer (its align mode's start-up check)"
             )
         if budget_in_blocks and c.max_num_batched_tokens % c.block_size:
             found.append(
@@ -515,7 +498,7 @@ class EngineWorkload:
         each = -(-self.max_model_len() // self.config.block_size) + 1
         return (1 + len(self.layers)) * each
 
-    def _hybrid_problems(self, reserved: int) -> list[str]:
+    def _hybrid_problems(self, reserved: int, state_budget: bool = False) -> list[str]:
         """A hybrid model's layers (layers.py), each kind once; its pool holds a request of
         max_model_len in every KV cache group at once, a block more each (an engine's
         startup check asks it: vLLM's planner)."""
@@ -531,22 +514,32 @@ class EngineWorkload:
             kinds.append(layer.kind)
         if len(set(kinds)) != len(kinds):
             found.append(f"layers {list(self.layers)} name a kind twice: one layer of each kind")
+        c = self.config
+        budget = (
+            [
+                f"max_num_batched_tokens {c.max_num_batched_tokens} is below "
+                f"kvcache_block_size {c.block_size}, which this engine refuses for a model "
+                "with a Mamba layer (its align mode's start-up check)"
+            ]
+            if state_budget and "mamba" in kinds and c.max_num_batched_tokens < c.block_size
+            else []
+        )
         if "mamba" in kinds and self.drafts:
             found.append(
                 f"layers {list(self.layers)} with drafts {self.drafts}: a Mamba layer's "
                 "states under speculative decoding (a block per draft) are not modelled"
             )
         if found or not self.layers:
-            return found
-        c = self.config
+            return found + budget
         each = -(-self.max_model_len() // c.block_size) + 1
         need = self.hybrid_blocks()
         if c.num_blocks - reserved >= need:
-            return []
+            return budget
         return [
             f"num_blocks {c.num_blocks} less {reserved} reserved holds no request of "
             f"max_model_len {self.max_model_len()} in each of its {1 + len(self.layers)} KV "
-            f"cache groups ({need} blocks, {each} a group)"
+            f"cache groups ({need} blocks, {each} a group)",
+            *budget,
         ]
 
     def to_dict(self) -> dict[str, Any]:
