@@ -611,9 +611,9 @@ def _groups(trace: EngineTrace) -> set[str]:
     block in its table); a block one group freed that another holds later; a prefix hit
     the other group holds blocks of (not only null ones); a hit shorter than full
     attention's cache held (its next block of the prompt cached by full attention before
-    the step: another group lacked it); a request re-prefilled after its preemption; a
-    hit on a Mamba state (its block at the hit's state index real); a prefill chunk a
-    Mamba layer's aligned split ended at a block boundary with room left."""
+    the step: another group lacked it); a hit on a Mamba state (its block at the hit's
+    state index real); a prefill chunk a Mamba layer's aligned split ended at a block
+    boundary with room left. (A hybrid model's re-prefill is observe's REPREFILL.)"""
     seen: set[str] = set()
     owner: dict[int, int] = {}  # block -> the group that last held it
     prompts = {r.name: r.prompt for r in trace.workload.requests}
@@ -644,8 +644,6 @@ def _groups(trace: EngineTrace) -> set[str]:
                         seen.add(LAYER_SHORTENED)
             if aligned and _split(trace, step, seq, prompt):
                 seen.add(STATE_SPLIT)
-            if seq.name not in started and len(seq.token_ids) > len(prompt):
-                seen.add(LAYER_REPREFILL)  # its first chunk since preempted
             started.add(seq.name)
             for g, table in enumerate(tables):
                 if g and reserved & set(table):
@@ -721,6 +719,8 @@ def observe(trace: EngineTrace) -> set[str]:
         drafting = {seq.name for seq in step.scheduled if seq.drafts}
     if any(s.step in trace.workload.early and s.scheduled for s in trace.steps):
         seen.add(EARLY)
+    if trace.workload.layers and REPREFILL in seen:  # a hybrid model's request, re-prefilled
+        seen.add(LAYER_REPREFILL)
     seen |= _transfers(trace)
     seen |= _session_labels(trace)
     for request in trace.workload.requests:
