@@ -98,6 +98,21 @@ class Features:
     # manager, and so never draws together (vLLM turns the manager off for chunked local
     # attention with a drafter on the target's hidden states)
     apart: tuple[tuple[str, str], ...] = ()
+    # scheduling policies drawn beside fcfs and priority (workload.POLICIES: SGLang's lpm,
+    # dfs-weight, lof), in a share of the workloads; empty: none
+    policies: tuple[str, ...] = ()
+    # under the priority policy, preemption of running requests for a waiting one of a
+    # better priority (EngineConfig.preempt_gap)
+    preempt_gap: bool = False
+    mixed: bool = False  # a prefill chunk beside decodes is a choice (EngineConfig.mixed)
+    queue_limit: bool = False  # a limit on the waiting queue (EngineConfig.max_queued)
+    streams: bool = False  # clients streamed token by token or not (EngineRequest.stream)
+    # decode pressure, in a share of the workloads: pools that hold one request's whole
+    # output but not every running one's, long outputs, eos rare, an admission that counts
+    # a fraction of what running requests will still decode (schedule_conservativeness
+    # below 1): an engine that admits so has to preempt as outputs grow (SGLang's
+    # retraction)
+    pressure: bool = False
 
 
 PLAIN = Features()

@@ -287,10 +287,11 @@ def check_e7(trace: EngineTrace) -> Iterator[Violation]:
         return  # the run did not end: E5 or E6 says why
     last = len(trace.steps)
     failed = _failed_for_loads(trace)
+    refused = {name for step in trace.steps for name in step.refused}
     for request in trace.workload.requests:
         want, got = trace.workload.alone(request), trace.outputs.get(request.name, ())
-        if request.abort and got == want[: len(got)]:
-            continue  # aborted: what it produced before the abort
+        if (request.abort or request.name in refused) and got == want[: len(got)]:
+            continue  # aborted or refused (E20 judges the refusal): what it produced before
         if request.name in failed and got == want[: len(got)]:
             continue  # failed by the engine for a failed load, as its policy says
         if got != want:
@@ -551,6 +552,78 @@ def _fits(trace: EngineTrace, pool: Pool, name: str) -> bool:
     return need <= len(pool.free)
 
 
+def check_e20(trace: EngineTrace) -> Iterator[Violation]:
+    """The engine ends a request unasked (EngineStep.refused) only by its queue limit
+    (EngineConfig.max_queued), and only a request that has not run: never scheduled,
+    nothing streamed. The limit is meant for new arrivals: a request it refuses after it
+    ran (a retracted one, requeued) loses the compute it had and, streamed, its answer."""
+    ran: set[str] = set()
+    streamed: dict[str, int] = {}
+    for step in trace.steps:
+        for name in step.refused:
+            if not trace.workload.config.max_queued:
+                yield Violation(
+                    "E20",
+                    step.step,
+                    "process_batch_result()",
+                    f"{name} was ended by the engine, unasked, with no queue limit set",
+                    (name,),
+                )
+            elif name in ran:
+                said = streamed.get(name, 0)
+                yield Violation(
+                    "E20",
+                    step.step,
+                    "process_batch_result()",
+                    f"{name} was refused by the queue limit (max_queued "
+                    f"{trace.workload.config.max_queued}) after it ran"
+                    + (f", {said} output tokens already streamed" if said else "")
+                    + ": the limit is meant for new arrivals, and a request that ran (a "
+                    "preempted one, requeued) is no arrival",
+                    (name,),
+                )
+        ran |= {seq.name for seq in step.scheduled}
+        for name, count in step.streamed:
+            streamed[name] = streamed.get(name, 0) + count
+
+
+def check_e21(trace: EngineTrace) -> Iterator[Violation]:
+    """An aborted request streams no more output than it had when its abort was received
+    (EngineStep.streamed, where its adapter records it): the abort's step is where the
+    engine received it, at its start, and what the request held then is what the pool
+    after the step before says (its tokens less its prompt). A token of a batch in flight
+    then, or of one run after, is no longer the client's: the finish that says aborted
+    carries none. (Output held back from a client that does not stream, and sent with the
+    finish, was produced before: it may come then.)"""
+    prompts = {r.name: len(r.prompt) for r in trace.workload.requests}
+    aborts = {r.name: r.abort for r in trace.workload.requests if r.abort}
+    held: dict[str, int] = {}  # output each aborted request held when its abort came
+    sent: dict[str, int] = {}
+    for step in trace.steps:
+        for name, count in step.streamed:
+            sent[name] = sent.get(name, 0) + count
+            if name not in aborts or step.step < aborts[name]:
+                continue
+            if sent[name] > held.get(name, 0):
+                yield Violation(
+                    "E21",
+                    step.step,
+                    "process_batch_result()",
+                    f"{name} was sent {sent[name]} output token(s) in all by step "
+                    f"{step.step}, but held {held.get(name, 0)} when its abort was received "
+                    f"at step {aborts[name]}: the rest came from a batch in flight then or "
+                    "run after",
+                    (name,),
+                )
+                return
+        after = step.after_postprocess
+        if after is None:
+            continue
+        for name, at in aborts.items():
+            if step.step == at - 1 and name in after.tokens:
+                held[name] = len(after.tokens[name]) - prompts[name]
+
+
 def check_e14(trace: EngineTrace) -> Iterator[Violation]:
     """SGLang's retraction (its recompute preemption, `ScheduleBatch.retract_decode` and
     `_get_decode_retraction_order`, 0.5.23): the victims are the running requests with the
@@ -558,10 +631,21 @@ def check_e14(trace: EngineTrace) -> Iterator[Violation]:
     the waiting queue (`_add_request_to_queue` appends, and fcfs never re-sorts). Read off
     the running list after the previous step and the pools after this step's schedule;
     output counts are those the pool holds after the previous step (SGLang's adapter keeps
-    there what SGLang holds, not the tokens in flight)."""
+    there what SGLang holds, not the tokens in flight). Only a step that runs no prefill
+    retracts (`update_running_batch` runs where `get_new_batch_prefill` formed no batch): a
+    prefill step's victims, and a step's that a preemption for priority explains, were
+    preempted for priority (E22)."""
     prompts = {r.name: len(r.prompt) for r in trace.workload.requests}
+    prefills = {s.step for s in trace.steps if s.is_prefill}
+    refused = {s.step: set(s.refused) for s in trace.steps}
     for step, before, running, victims, now in _preemptions(trace):
-        problem = _retraction_problem(before, running, victims, now.waiting, prompts)
+        if step in prefills or (
+            victims and _priority_problem(trace, step, before, running, victims) is None
+        ):
+            continue  # preempted for priority (E22), not retracted
+        # a victim refused on its way back to the queue is E20's to judge, not in the queue
+        waiting = (*now.waiting, *(v for v in victims if v in refused[step]))
+        problem = _retraction_problem(before, running, victims, waiting, prompts)
         if problem is not None:
             yield Violation("E14", step, "schedule()", problem, tuple(victims))
             return  # the first wrong retraction tells the story
@@ -591,6 +675,61 @@ def _retraction_problem(
         return (
             f"retracted {', '.join(victims)}, which must go to the tail of the waiting queue, "
             f"but it is {list(waiting)}"
+        )
+    return None
+
+
+def check_e22(trace: EngineTrace) -> Iterator[Violation]:
+    """Preemption for priority (EngineConfig.preempt_gap; SGLang's `preempt_to_schedule`,
+    0.5.23): running requests sent back to waiting for a waiting one of a better priority,
+    under the priority policy with a gap set; each victim worse than the best request
+    waiting (or arriving) by more than the gap, and none kept running worse than a victim
+    (the worst go first). Only a step that runs a prefill admits, so only there is a
+    preemption for priority alone; a step that runs none may preempt for priority too
+    (SGLang requeues the victims when the request they made room for is not admitted
+    after all: `get_new_batch_prefill`), else it retracted (E14)."""
+    steps = {s.step: s for s in trace.steps}
+    for at, before, running, victims, _ in _preemptions(trace):
+        if not victims or not steps[at].is_prefill:
+            continue
+        problem = _priority_problem(trace, at, before, running, victims)
+        if problem is not None:
+            yield Violation("E22", at, "schedule()", problem, tuple(victims))
+            return
+
+
+def _priority_problem(
+    trace: EngineTrace, at: int, before: Pool, running: list[str], victims: list[str]
+) -> str | None:
+    """Why `victims`, sent back to waiting at step `at`, are no preemption for priority
+    (None: they are one)."""
+    config = trace.workload.config
+    priority = {r.name: r.priority for r in trace.workload.requests}
+    pending = [
+        r.name
+        for r in trace.workload.requests
+        if r.arrival <= at and before.status.get(r.name) not in ("RUNNING", "FINISHED")
+    ]
+    if config.policy != "priority" or config.preempt_gap < 0 or not pending:
+        return (
+            f"preempted {', '.join(victims)} with no preemption for priority (policy "
+            f"{config.policy}, preempt_gap {config.preempt_gap}; waiting: "
+            f"{', '.join(pending) or 'none'})"
+        )
+    best = min(priority[n] for n in pending)
+    close = [v for v in victims if priority[v] - best <= config.preempt_gap]
+    if close:
+        return (
+            f"preempted {', '.join(close)} (priority "
+            f"{', '.join(str(priority[v]) for v in close)}) for a waiting request of priority "
+            f"{best}: not worse by more than preempt_gap {config.preempt_gap}"
+        )
+    worst = min(priority[v] for v in victims)
+    worse = [k for k in running if k not in victims and priority[k] > worst]
+    if worse:
+        return (
+            f"preempted {', '.join(victims)} but kept {', '.join(worse)} running, of a worse "
+            "priority: " + ", ".join(f"{n} {priority[n]}" for n in running)
         )
     return None
 
@@ -925,10 +1064,51 @@ ENTRIES: tuple[EngineCheck, ...] = (
         ),
         function=check_e19,
     ),
+    EngineCheck(
+        id="E20",
+        title="the engine refuses a request unasked only by its queue limit, and only one "
+        "that has not run",
+        symptom="a request that already ran (a preempted one, requeued) is answered 'queue "
+        "full' after its output was streamed: its compute lost, its answer cut",
+        likely_bugs=(
+            "a preempted request requeued through the same entry as a new arrival, which "
+            "checks the queue limit",
+        ),
+        function=check_e20,
+        policy=True,
+    ),
+    EngineCheck(
+        id="E21",
+        title="an aborted request streams nothing after its abort was received",
+        symptom="a client that cancelled is sent a token more, or a request with no output "
+        "shows one before its abort",
+        likely_bugs=(
+            "the result of a batch in flight appended and streamed before the pending abort "
+            "is taken as the finish",
+            "an aborted request kept in the next batch and its token streamed",
+        ),
+        function=check_e21,
+        policy=True,
+    ),
+    EngineCheck(
+        id="E22",
+        title="preemption for priority takes the worst running requests, each worse than "
+        "the admitted request by more than the gap (a policy, on for SGLang)",
+        symptom="a request of a good priority is recomputed for a worse one, or for one "
+        "barely better; or running requests are preempted where no priority preemption is "
+        "configured",
+        likely_bugs=(
+            "the running requests sorted best first where the worst must go first",
+            "the priority difference compared without the threshold, or with its sign "
+            "reversed (schedule_low_priority_values_first)",
+        ),
+        function=check_e22,
+        policy=False,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E19."""
+"""Every engine check by id, E1-E22."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

@@ -514,6 +514,13 @@ def unsupported(
         or not any(r.ignore_eos for r in workload.requests),
         "stop tokens on a request that ignores eos": features.stops_when_ignoring_eos
         or not any(r.stop and r.ignore_eos for r in workload.requests),
+        f"the {workload.config.policy} policy": workload.config.policy in ("fcfs", "priority")
+        or workload.config.policy in features.policies,
+        "preemption for priority": features.preempt_gap or workload.config.preempt_gap < 0,
+        "mixed steps as a choice": features.mixed or not workload.config.mixed,
+        "a queue limit": features.queue_limit or not workload.config.max_queued,
+        "clients streamed token by token": features.streams
+        or not any(r.stream for r in workload.requests),
     }
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok

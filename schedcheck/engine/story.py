@@ -183,6 +183,9 @@ def events(trace: EngineTrace) -> list[Event]:
                     continue
                 if request.abort and request.abort <= n:
                     continue  # its abort is the event
+                if name in step.refused:
+                    found.append(Event(n, FINISH, name, "refused by the engine: its queue limit"))
+                    continue
                 out = trace.outputs.get(name) or now.tokens.get(name, ())[len(request.prompt) :]
                 found.append(Event(n, FINISH, name, finish_reason(request, tuple(out), w)))
         before = now

@@ -92,6 +92,14 @@ HYBRID = (LAYER_FREED, LAYER_HANDED_ON, LAYER_HIT, LAYER_SHORTENED, LAYER_REPREF
 STATE_HIT = "a prefix hit on a Mamba state (its cached block read)"
 STATE_SPLIT = "a prefill chunk cut at a block boundary for a Mamba state (aligned split)"
 STATES = (STATE_HIT, STATE_SPLIT)
+# where an abort lands (issue 52): the request's state when the engine receives it
+ABORT_WAITING = "abort of a request that never ran, still waiting"
+ABORT_PREEMPTED = "abort of a preempted request, back in the waiting queue"
+ABORT_CHUNKED = "abort of a request between two chunks of its prefill"
+ABORT_POINTS = (ABORT_WAITING, ABORT_PREEMPTED, ABORT_CHUNKED)
+STREAMED_PREEMPTION = "preemption of a request whose client was streamed output"
+REFUSED = "an arrival refused by the queue limit"
+MIXED_STEP = "a step computing a prefill chunk beside decodes"
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -140,6 +148,13 @@ def labels(
         else ()
     ) + (OFFLOADING if "offloading" in features.connectors else ())
     sessions = SESSIONS if features.sessions else ()
+    scheduling = (
+        *(ABORT_POINTS if features.aborts else ()),
+        *((STREAMED_PREEMPTION,) if features.streams else ()),
+        *((REFUSED,) if features.queue_limit else ()),
+        *((MIXED_STEP,) if features.mixed else ()),
+        *(policy_label(p) for p in features.policies),
+    )
     states = bool(set(features.layers) & set(STATE_KINDS))
     hybrid = (
         (
@@ -156,6 +171,7 @@ def labels(
         *connector,
         *sessions,
         *hybrid,
+        *scheduling,
         *reaches,
         *shown,
     )
@@ -163,6 +179,10 @@ def labels(
 
 def mode_label(mode: str) -> str:
     return f"mode {mode}"
+
+
+def policy_label(policy: str) -> str:
+    return f"policy {policy}"
 
 
 _TOKENS = st.integers(1, 3)
@@ -295,7 +315,98 @@ def engine_workloads(
     # the hybrid manager takes: vLLM turns the manager off for a connector without HMA)
     if features.layers and not workload.connector and draw(st.integers(0, 2)) == 2:
         workload = _layered(draw, workload, features)
+    return _scheduling(draw, workload, features)
+
+
+def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> EngineWorkload:
+    """What an engine's server is told of scheduling beyond the budgets, drawn last (an
+    engine without them draws as before): another policy (one workload in three), priority
+    preemption's gap, mixed steps (one in three), a queue limit (one in four), which
+    clients stream, and decode pressure (one in two: `_pressure`)."""
+    config, requests = workload.config, list(workload.requests)
+    if features.policies and draw(st.integers(0, 2)) == 2:
+        config = replace(config, policy=draw(st.sampled_from(features.policies)))
+    if features.preempt_gap and config.policy == "priority":
+        config = replace(config, preempt_gap=draw(st.sampled_from([-1, 0, 1])))
+    if features.mixed and draw(st.integers(0, 2)) == 2:
+        config = replace(config, mixed=True)
+    if features.queue_limit and draw(st.integers(0, 3)) == 3:
+        config = replace(config, max_queued=draw(st.integers(1, 3)))
+    if features.streams:
+        requests = [replace(r, stream=draw(st.booleans())) for r in requests]
+    workload = replace(workload, config=config, requests=tuple(requests))
+    # (not where max_tokens has ties of its own: caps, drafts, a session's turns)
+    plain = not (config.max_model_len or workload.drafts or any(r.session for r in requests))
+    if features.pressure and plain and draw(st.booleans()):  # one workload in two
+        workload = _pressure(draw, workload, features)
     return workload
+
+
+def _pressure(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> EngineWorkload:
+    """Decode pressure (Features.pressure): two requests or more (a second drawn where one
+    was), arriving a step or two apart (those admitted in one step are reserved whole),
+    mostly streamed, outputs of three quarters of the longest to the longest, no eos or
+    stop tokens, none ignoring eos (an engine reserves such an output whole), admission on
+    a tenth or three tenths of what running requests will still decode, and a pool (at
+    least the largest request's need) that admits the second request beside the first's
+    prompt and first token but holds less than the KV of the two at their ends: what was
+    admitted on a fraction outgrows it. The first two are never aborted early: the second
+    (the likelier victim) may be aborted late, as it may wait, retracted."""
+    most, config, drawn = features.max_tokens, workload.config, list(workload.requests)
+    if len(drawn) == 1:  # a second request, for the first to be retracted beside
+        prompt = draw(st.lists(st.integers(1, workload.vocab), min_size=1, max_size=6))
+        drawn.append(replace(drawn[0], name="r2", prompt=tuple(prompt), abort=0))
+    gaps = draw(st.lists(st.integers(1, 2), min_size=len(drawn), max_size=5))
+    requests, arrival = [], 1 - gaps[0]
+    for i, (r, gap) in enumerate(zip(drawn, gaps, strict=False)):
+        arrival += gap
+        moved = arrival - r.arrival  # an abort keeps its distance from the arrival
+        abort = r.abort + moved if r.abort else 0
+        if i < 2:  # the two that press: the first runs on, the second (the likelier
+            # victim) is aborted late or not at all, as may land once it was retracted
+            late = draw(st.integers(0, 3)) == 3 and i == 1
+            abort = arrival + draw(st.integers(6, 16)) if late else 0
+        requests.append(
+            replace(
+                r,
+                max_tokens=draw(st.integers(max(1, most * 3 // 4), most)),
+                ignore_eos=False,
+                stop=(),
+                # mostly streamed: what retraction must keep once its client has it
+                stream=features.streams and draw(st.sampled_from([True, True, False])),
+                arrival=arrival,
+                abort=abort,
+            )
+        )
+    seqs = max(2, config.max_num_seqs)
+    budget = max(config.max_num_batched_tokens, seqs)
+    if features.budget_in_blocks:
+        budget = -(-budget // config.block_size) * config.block_size
+    # pages for the second request admitted beside the first's prompt, first token and
+    # what admission reserves of its remaining output (at most the conservativeness of
+    # it), but fewer than the KV of both at their ends (the last token sampled has none)
+    first, second = requests[0], requests[-1] if len(requests) == 1 else requests[1]
+    bs, conservativeness = config.block_size, draw(st.sampled_from([0.1, 0.3]))
+    reserved = len(first.prompt) + 1 + int(conservativeness * first.max_tokens + 1)
+    low = -(-reserved // bs) + -(
+        -features.headroom.slots(len(second.prompt), second.max_tokens, bs) // bs
+    )
+    high = sum(-(-(len(r.prompt) + r.max_tokens - 1) // bs) for r in (first, second)) - 1
+    pages = draw(st.integers(low, max(low, high)))
+    blocks = max(max(r.peak_blocks(bs, features.headroom) for r in requests), pages)
+    config = replace(
+        config,
+        num_blocks=blocks + features.reserved,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=budget,
+        conservativeness=conservativeness,
+    )
+    return replace(
+        workload,
+        config=config,
+        requests=tuple(requests),
+        eos_per_16=0,
+    )
 
 
 def _layered(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> EngineWorkload:
@@ -454,6 +565,37 @@ def _between(trace: EngineTrace, previous: Pool, step: EngineStep) -> set[str]:
     aborted = {r.name for r in trace.workload.requests if r.abort == step.step}
     if any(now.status.get(n) == "FINISHED" for n in in_flight & aborted):
         seen.add(IN_FLIGHT_ABORT)
+    return seen
+
+
+def _abort_points(trace: EngineTrace) -> set[str]:
+    """Where each abort landed: the request's state after the step before the one that
+    received it (waiting and never run, preempted and requeued, between two prefill
+    chunks, or with its last step's result still in flight: scheduled to its end, and
+    the pool after that step holding no token of it yet)."""
+    seen: set[str] = set()
+    steps = {s.step: s for s in trace.steps}
+    ran: dict[str, int] = {}  # the first step each request was scheduled at
+    for s in trace.steps:
+        for seq in s.scheduled:
+            ran.setdefault(seq.name, s.step)
+    for r in trace.workload.requests:
+        before = steps.get(r.abort - 1)
+        after = before.after_postprocess if before is not None else None
+        if not r.abort or before is None or after is None:
+            continue
+        status = after.status.get(r.name)
+        if status == "WAITING":
+            started = ran.get(r.name, r.abort) < r.abort
+            seen.add(ABORT_PREEMPTED if started else ABORT_WAITING)
+        for seq in before.scheduled:
+            if seq.name != r.name or status == "FINISHED":
+                continue
+            end = seq.num_cached + seq.num_scheduled
+            if before.is_prefill and end < len(seq.token_ids):
+                seen.add(ABORT_CHUNKED)
+            elif end == len(seq.token_ids) and len(after.tokens.get(r.name, ())) <= end:
+                seen.add(IN_FLIGHT_ABORT)
     return seen
 
 
@@ -661,6 +803,11 @@ def _groups(trace: EngineTrace) -> set[str]:
     return seen
 
 
+def _decodes(seq: Scheduled) -> bool:
+    """A decode row: one position, the sequence's last, after a prompt's worth of it."""
+    return seq.num_scheduled == 1 and seq.num_cached + 1 == len(seq.token_ids)
+
+
 def _split(trace: EngineTrace, step: EngineStep, seq: Scheduled, prompt: tuple[int, ...]) -> bool:
     """Whether `seq`'s prefill chunk ends at a block boundary short of its prompt's end
     though the step had room for more (a state layer's aligned split)."""
@@ -687,10 +834,19 @@ def observe(trace: EngineTrace) -> set[str]:
     started: set[str] = set()
     previous = None
     drafting: set[str] = set()  # requests the previous step scheduled drafts for
+    streamed: set[str] = set()  # requests whose client was sent output so far
+    ran: set[str] = set()  # requests scheduled so far
+    if trace.workload.config.policy not in ("fcfs", "priority"):
+        seen.add(policy_label(trace.workload.config.policy))
     for step in trace.steps:
         if previous is not None:
             seen |= _between(trace, previous, step)
         seen |= _drafts(trace, step)
+        if set(step.refused) - ran:  # a refusal of one that ran is E20's, no arrival's
+            seen.add(REFUSED)
+        ran |= {seq.name for seq in step.scheduled}
+        if step.is_prefill and len({_decodes(s) for s in step.scheduled}) == 2:
+            seen.add(MIXED_STEP)
         for seq in step.scheduled:
             output = len(seq.token_ids) - len(prompts[seq.name])
             if step.is_prefill and seq.name not in started and seq.num_cached > 0:
@@ -710,6 +866,8 @@ def observe(trace: EngineTrace) -> set[str]:
             for name, status in after.status.items():
                 if status == "WAITING" and name in started and not after.tables[name]:
                     seen.add(PREEMPTION)
+                    if name in streamed:
+                        seen.add(STREAMED_PREEMPTION)
                     if name in drafting:
                         seen.add(DRAFTS_PREEMPTED)
                     if trace.workload.config.policy == "priority":
@@ -717,12 +875,14 @@ def observe(trace: EngineTrace) -> set[str]:
                     started.discard(name)
             previous = after
         drafting = {seq.name for seq in step.scheduled if seq.drafts}
+        streamed |= {name for name, _ in step.streamed}
     if any(s.step in trace.workload.early and s.scheduled for s in trace.steps):
         seen.add(EARLY)
     if trace.workload.layers and REPREFILL in seen:  # a hybrid model's request, re-prefilled
         seen.add(LAYER_REPREFILL)
     seen |= _transfers(trace)
     seen |= _session_labels(trace)
+    seen |= _abort_points(trace)
     for request in trace.workload.requests:
         out = trace.outputs.get(request.name, ())
         if out and out[-1] == 0 and not request.ignore_eos:

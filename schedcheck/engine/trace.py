@@ -192,6 +192,11 @@ class EngineStep:
     # KV a failed load left (the simulated model samples garbage for them: E7 judges it)
     transfers: tuple[Transfer, ...] = ()
     tainted: tuple[str, ...] = ()
+    # what the engine sent each request's client this step: (request, tokens sent), in the
+    # order sent (an engine whose adapter records it: SGLang's); and the requests it ended
+    # unasked this step by a limit of its own (refused: SGLang's max_queued_requests)
+    streamed: tuple[tuple[str, int], ...] = ()
+    refused: tuple[str, ...] = ()
 
 
 PAUSED = "PAUSED"
@@ -283,6 +288,8 @@ class EngineTrace:
                         if s.transfers or s.tainted
                         else {}
                     ),
+                    **({"streamed": [list(e) for e in s.streamed]} if s.streamed else {}),
+                    **({"refused": list(s.refused)} if s.refused else {}),
                 }
                 for s in self.steps
             ],
@@ -347,6 +354,8 @@ class EngineTrace:
                     _draft_stats(s.get("draft_stats")),
                     tuple(_transfer(t) for t in s.get("transfers", ())),
                     tuple(map(str, s.get("tainted", ()))),
+                    tuple((str(n), int(k)) for n, k in s.get("streamed", ())),
+                    tuple(map(str, s.get("refused", ()))),
                 )
             )
         failure = data["failure"]

@@ -120,7 +120,10 @@ def workload_lines(w: EngineWorkload) -> list[str]:
         f"eos=0 policy={c.policy}"
         + (f" mode={c.mode}" if c.mode else "")
         + (f" max_model_len={c.max_model_len}" if c.max_model_len else "")
-        + (f" schedule_conservativeness={c.conservativeness:g}" if c.conservativeness != 1 else ""),
+        + (f" schedule_conservativeness={c.conservativeness:g}" if c.conservativeness != 1 else "")
+        + (f" max_queued={c.max_queued}" if c.max_queued else "")
+        + (" mixed" if c.mixed else "")
+        + (f" preempt_gap={c.preempt_gap}" if c.preempt_gap >= 0 else ""),
         "  requests:",
         *(f"    {_request(r, w.connector == 'offloading')}" for r in w.requests),
         *(
@@ -198,6 +201,8 @@ def _request(r: EngineRequest, jobs: bool = False) -> str:
     words = [f"{r.name} prompt {list(r.prompt)} max_tokens {r.max_tokens}"]
     if r.ignore_eos:
         words.append("ignore_eos")
+    if r.stream:
+        words.append("streamed")
     if r.priority:
         words.append(f"priority {r.priority}")
     if r.stop:

@@ -41,6 +41,18 @@ CONNECTORS = {
 """The KV connectors a workload may run with (issue 50): what stands between the engine's
 scheduler and an external KV store (disaggregated prefill, offloading)."""
 LOAD_FAILURES = ("recompute", "fail")  # what the engine does with a load that failed
+POLICIES = {
+    "fcfs": "first come, first served",
+    "priority": "a priority per request, lower first (then first come); where the engine "
+    "preempts for priority (EngineConfig.preempt_gap), a waiting request preempts running "
+    "ones whose priority is worse by more than the gap",
+    "lpm": "the longest prefix the cache holds first (SGLang's lpm)",
+    "dfs-weight": "depth-first over the prefix tree, the heaviest subtree first (SGLang's "
+    "dfs-weight)",
+    "lof": "the longest output asked for first (SGLang's lof)",
+}
+"""The scheduling policies a workload may ask for (EngineConfig.policy): the order in which
+waiting requests are admitted. An engine's features say which it has."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,16 @@ class EngineConfig:
     # its admission reserves (below 1, requests are admitted that a decode may have to
     # retract)
     conservativeness: float = 1.0
+    # the most requests the waiting queue holds (0: no limit); an arrival that finds it
+    # full is refused (SGLang's max_queued_requests), and only an arrival (E20)
+    max_queued: int = 0
+    # a step may compute a prefill chunk beside the running requests' decodes, where the
+    # engine makes that a choice (SGLang's enable_mixed_chunk; vLLM always does)
+    mixed: bool = False
+    # under the priority policy, a waiting request preempts running requests whose priority
+    # is worse than its own by more than this (SGLang's
+    # priority_scheduling_preemption_threshold); -1: no preemption for priority
+    preempt_gap: int = -1
 
 
 @dataclass(frozen=True)
@@ -122,6 +144,9 @@ class EngineRequest:
     # with chunks is a session; one without, a request as ever.
     chunks: tuple[tuple[int, tuple[int, ...]], ...] = ()
     close: int = 0
+    # its client is streamed each token as it comes (SGLang's `stream`); without, an
+    # engine may hold the output back until the request ends
+    stream: bool = False
 
     @property
     def session(self) -> bool:
@@ -383,8 +408,12 @@ class EngineWorkload:
                     f"max_model_len {c.max_model_len} is over the {room} tokens the pool holds "
                     "(vLLM refuses to start so)"
                 )
-        if c.policy not in ("fcfs", "priority"):
-            found.append(f"policy {c.policy!r} is neither 'fcfs' nor 'priority'")
+        if c.policy not in POLICIES:
+            found.append(f"policy {c.policy!r} is none of {', '.join(POLICIES)}")
+        if c.max_queued < 0:
+            found.append(f"max_queued {c.max_queued} is not a count of requests (0: no limit)")
+        if c.preempt_gap < -1:
+            found.append(f"preempt_gap {c.preempt_gap} is below -1 (no preemption for priority)")
         if c.block_size < smallest_block:
             found.append(
                 f"kvcache_block_size {c.block_size} is below {smallest_block}, which this "
@@ -567,6 +596,7 @@ class EngineWorkload:
                 int(r.get("lookup_wait", 0)),
                 tuple((int(s), tuple(map(int, c))) for s, c in r.get("chunks", ())),
                 int(r.get("close", 0)),
+                bool(r.get("stream", False)),
             )
             for r in data["requests"]
         )
@@ -581,6 +611,9 @@ class EngineWorkload:
                 str(config.get("mode", "")),
                 int(config.get("max_model_len", 0)),
                 float(config.get("conservativeness", 1.0)),
+                int(config.get("max_queued", 0)),
+                bool(config.get("mixed", False)),
+                int(config.get("preempt_gap", -1)),
             ),
             requests,
             int(data["vocab"]),

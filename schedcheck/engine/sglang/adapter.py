@@ -69,8 +69,19 @@ class Sglang:
         budget_in_blocks=True,
         stops_when_ignoring_eos=False,
         conservativeness=True,
+        # its server's scheduling arguments (`--schedule-policy`, priority scheduling and
+        # its preemption threshold, `--enable-mixed-chunk`, `--max-queued-requests`) and
+        # its clients' `stream`; workloads shaped for its retraction
+        priorities=True,
+        policies=("lpm", "dfs-weight", "lof"),
+        preempt_gap=True,
+        mixed=True,
+        queue_limit=True,
+        streams=True,
+        pressure=True,
     )
-    policies_on = frozenset({"E14"})  # its retraction's victims and requeue
+    # its retraction's victims and requeue; its preemption for priority
+    policies_on = frozenset({"E14", "E22"})
     options = frozenset({"loop", "modes"})
     memory_mb = 8192  # torch and SGLang map gigabytes of address space before a step is run
     start_timeout = 300.0  # to import SGLang (about 10 s) and warm it up

@@ -183,6 +183,7 @@ class Build:
 
         slots = (config.num_blocks - 1) * config.block_size
         args = ServerArgs(
+            **server_policy(config),
             model_path=self.model_path(),
             device="cpu",
             page_size=config.block_size,
@@ -196,6 +197,8 @@ class Build:
             sleep_on_idle=False,
             disable_cuda_graph=True,
             schedule_conservativeness=config.conservativeness,
+            enable_mixed_chunk=config.mixed,
+            max_queued_requests=config.max_queued or None,
         )
         if self.ports is None:
             self.ports = PortArgs.init_new(args)
@@ -220,9 +223,11 @@ class Build:
             self.patch(scheduler)
         return scheduler, self.channels
 
-    def request(self, request: EngineRequest) -> Any:
+    def request(self, request: EngineRequest, priorities: bool = False) -> Any:
         """The request as SGLang's tokenizer manager sends it (`_create_tokenized_object`):
-        token ids, greedy sampling params normalized and verified for the vocabulary."""
+        token ids, greedy sampling params normalized and verified for the vocabulary; its
+        priority where the server schedules by priority (`priorities`), as a client of such
+        a server sends one."""
         from sglang.srt.sampling.sampling_params import SamplingParams
 
         params = SamplingParams(
@@ -245,7 +250,8 @@ class Build:
             logprob_start_len=-1,
             top_logprobs_num=0,
             token_ids_logprob=None,
-            stream=False,
+            stream=request.stream,
+            priority=request.priority if priorities else None,
         )
 
     def send(self, channels: Channels, message: Any) -> None:
@@ -262,6 +268,24 @@ class Build:
             while queue.items:
                 out.append(self.io.sock_recv(queue, self.zmq.NOBLOCK))
         return out
+
+
+def server_policy(config: EngineConfig) -> dict[str, Any]:
+    """The server arguments of the workload's policy (workload.POLICIES): SGLang's
+    `schedule_policy`, and for "priority" fcfs with priority scheduling on, lower values
+    first (the workload's order), preempting for priority by more than `preempt_gap`
+    (`priority_scheduling_preemption_threshold`) or not at all (-1:
+    `disable_priority_preemption`)."""
+    if config.policy != "priority":
+        return {"schedule_policy": config.policy}
+    preempts = config.preempt_gap >= 0
+    return {
+        "schedule_policy": "fcfs",
+        "enable_priority_scheduling": True,
+        "schedule_low_priority_values_first": True,
+        "disable_priority_preemption": not preempts,
+        "priority_scheduling_preemption_threshold": max(config.preempt_gap, 0),
+    }
 
 
 TINY_LLAMA: dict[str, Any] = {

@@ -133,6 +133,9 @@ class SglangDriver(PlainDriver):
         self.sampled: tuple[int, ...] = ()
         self.is_prefill = False
         self.after_schedule: Any = None
+        self.streamed: list[tuple[str, int]] = []  # sent to each client this step
+        self.refused: list[str] = []  # ended this step by SGLang, unasked
+        self.aborts = {r.name: r.abort for r in self.workload.requests if r.abort}
 
     def unreadable(self, error: Exception) -> str:
         return (
@@ -151,7 +154,10 @@ class SglangDriver(PlainDriver):
         self.reader = Reader(self.scheduler, self.names)
 
     def add(self, request: EngineRequest) -> None:
-        message = self.run.call("TokenizedGenerateReqInput()", lambda: self.build.request(request))
+        priorities = self.workload.config.policy == "priority"
+        message = self.run.call(
+            "TokenizedGenerateReqInput()", lambda: self.build.request(request, priorities)
+        )
         message.rid = rid(request.name)
         self.run.call("send", lambda: self.build.send(self.channels, message))
         self.added.append(request.name)
@@ -196,6 +202,7 @@ class SglangDriver(PlainDriver):
         run, s = self.run, self.scheduler
         self.seen, self.copies, self.sampled, self.is_prefill = (), (), (), False
         self.after_schedule = None
+        self.streamed, self.refused = [], []
         if hasattr(s, "ingest_requests"):
             run.call("ingest_requests()", s.ingest_requests)
         else:  # 0.5.19: the loop's body receives and dispatches itself
@@ -252,6 +259,8 @@ class SglangDriver(PlainDriver):
                 self.sampled,
                 self.after_schedule or after,
                 after,
+                streamed=tuple(self.streamed),
+                refused=tuple(self.refused),
             )
         )
 
@@ -291,20 +300,28 @@ class SglangDriver(PlainDriver):
 
     def collect(self) -> None:
         """What the scheduler sent its detokenizer and tokenizer this step: each request's
-        new output tokens, and whether it is finished (a finish reason, or an abort)."""
+        new output tokens, and whether it is finished (a finish reason, or an abort). An
+        AbortReq for a request the workload has not aborted by now is SGLang's own refusal
+        (`_abort_on_queued_limit`: the queue is full, or a request of a better priority
+        took its place)."""
         for message in self.run.call("sock_recv", lambda: self.build.received(self.channels)):
             rids = getattr(message, "rids", None)
-            if rids is None:  # AbortReq for a request aborted before it ran
+            if rids is None:  # an AbortReq: a request ended outside the output stream
                 name = self.names.get(str(getattr(message, "rid", "")))
                 if name is not None:
                     self.done.add(name)
+                    if not 0 < self.aborts.get(name, 0) <= self.run.step:
+                        self.refused.append(name)
                 continue
             for i, r in enumerate(rids):
                 name = self.names.get(str(r))
                 if name is None:
                     continue
                 ids = message.output_ids[i] if message.output_ids is not None else ()
-                self.said.setdefault(name, []).extend(int(t) for t in ids)
+                tokens = [int(t) for t in ids]
+                self.said.setdefault(name, []).extend(tokens)
+                if tokens:
+                    self.streamed.append((name, len(tokens)))
                 if message.finished_reasons[i] is not None:
                     self.done.add(name)
 

@@ -73,6 +73,56 @@ def eos_ignored(scheduler: Any) -> None:
     scheduler._add_request_to_queue = ignoring
 
 
+def row_on_free_page(scheduler: Any) -> None:
+    """After a result is processed, a running request's last private slot is put back in
+    the free list and another free slot dropped from it: the counts balance (SGLang's own
+    check, free + evictable + protected + private = the pool, holds) while the row points
+    at a slot the allocator will hand out again. Pages of one slot (the token allocator)."""
+    process = scheduler.process_batch_result
+
+    def freed(batch: Any, result: Any) -> Any:
+        done = process(batch, result)
+        allocator = scheduler.token_to_kv_pool_allocator
+        if scheduler.page_size != 1 or not len(allocator.free_pages):
+            return done
+        for req in scheduler.running_batch.reqs:
+            kv = req.kv
+            if kv.req_pool_idx is None or kv.kv_allocated_len <= kv.cache_protected_len:
+                continue
+            row = scheduler.req_to_token_pool.req_to_token[kv.req_pool_idx]
+            slot = row[kv.kv_allocated_len - 1 : kv.kv_allocated_len].to(allocator.free_pages)
+            allocator.free_pages = allocator.free_pages.new_tensor(
+                [*allocator.free_pages[1:].tolist(), *slot.tolist()]
+            )
+            break
+        return done
+
+    scheduler.process_batch_result = freed
+
+
+def gap_ignored(scheduler: Any) -> None:
+    """Preemption for priority without its threshold: a running request of the same
+    priority as the waiting one (a difference of 0, not more than the gap) is preempted."""
+    scheduler.priority_scheduling_preemption_threshold = -1
+
+
+def retracted_exempt(scheduler: Any) -> None:
+    """Not a mutant: SGLANG-01's fix (PR sgl-project/sglang#37260, open), a retracted
+    request requeued without the queue limit meant for new arrivals."""
+    add = scheduler._add_request_to_queue
+
+    def exempt(req: Any, is_retracted: bool = False) -> None:
+        if not is_retracted:
+            return add(req, is_retracted=is_retracted)
+        limit, scheduler.max_queued_requests = scheduler.max_queued_requests, None
+        try:
+            return add(req, is_retracted=is_retracted)
+        finally:
+            scheduler.max_queued_requests = limit
+
+    scheduler._add_request_to_queue = exempt
+
+
 MUTANTS = (
     SglangMutant("double_free", "E3", "a request's released slots freed twice", double_free),
     SglangMutant("lock_kept", "E3", "a tree lock not released when a request ends", lock_kept),
@@ -82,4 +132,13 @@ MUTANTS = (
     SglangMutant("hit_on_freed", "E3", "a cache hit on slots that were freed", hit_on_freed),
     SglangMutant("row_kept", "E3", "a request's row never given back", row_kept),
     SglangMutant("eos_ignored", "E7", "a request's eos ignored", eos_ignored),
+    SglangMutant(
+        "row_on_free_page",
+        "E3",
+        "a live row's slot in the free list, the counts balanced",
+        row_on_free_page,
+    ),
+    SglangMutant(
+        "gap_ignored", "E22", "preemption for priority without its threshold", gap_ignored
+    ),
 )
