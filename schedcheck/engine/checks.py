@@ -222,15 +222,30 @@ def check_e10(trace: EngineTrace) -> Iterator[Violation]:
 def _preemptions(trace: EngineTrace) -> Iterator[tuple[int, Pool, list[str], list[str], Pool]]:
     """Per step after the first: the step, the pool before it, the requests running before
     it and not finished by its schedule(), those of them it sent back to waiting (its
-    victims), and the pool after its schedule() (E10's and E14's reading)."""
+    victims), and the pool after its schedule() (E10's, E14's and E22's reading). Running:
+    the engine's running list in its order, then any other request whose status is running
+    (SGLang's last batch, in flight in its overlap loop: merged into its running batch as
+    the next step is scheduled), but one between two chunks of its prefill (SGLang keeps
+    its chunked request apart)."""
     previous = None
+    chunking: set[str] = set()  # requests whose last chunk ended short of their tokens
     for step in trace.steps:
         now = step.after_schedule
         if previous is not None:
-            running = [n for n in previous.running if now.status.get(n) != "FINISHED"]
+            listed = [
+                *previous.running,
+                *(n for n, s in previous.status.items() if s == "RUNNING" and n not in chunking),
+            ]
+            running = [n for n in dict.fromkeys(listed) if now.status.get(n) != "FINISHED"]
             victims = [n for n in running if now.status.get(n) == "WAITING"]
             yield step.step, previous, running, victims, now
         previous = step.after_postprocess or now
+        for seq in step.scheduled:
+            end = seq.num_cached + seq.num_scheduled
+            if end < len(seq.token_ids):
+                chunking.add(seq.name)
+            else:
+                chunking.discard(seq.name)
 
 
 def _arrival(request: EngineRequest) -> int:

@@ -44,6 +44,7 @@ __all__ = [
     "issue_text",
     "model_table",
     "module_constants",
+    "names_literal",
 ]
 
 # The checks an exported test asserts, each a property of the engine's own state: the pool
@@ -51,8 +52,10 @@ __all__ = [
 # each output is the request's output alone (E7); and where the adapter reads its
 # scheduler's state (`Rendered.state_body`), the positions scheduled (E1), the tokens in
 # flight (E11), no running request left out of a step with room (E13) and a drafter's lookahead
-# slots in the block table (E17).
-EXPORTED = ("E1", "E2", "E3", "E5", "E6", "E7", "E8", "E11", "E13", "E17")
+# slots in the block table (E17); where the adapter reads what the engine sent each client
+# and what it holds, nothing sent after an abort (E21), and where it reads the requests it
+# refused and those it ran, a refusal only of one that never ran (E20).
+EXPORTED = ("E1", "E2", "E3", "E5", "E6", "E7", "E8", "E11", "E13", "E17", "E20", "E21")
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,15 @@ class Rendered:
     # its build lays out a hybrid model's KV cache groups (workload.layers) as the engine
     # does (E2, E3 and E8 of such a run are not exported: the test's state keeps one group)
     layers: bool = False
+    # def sent(engine, requests): {name: [tokens sent to its client so far]}; def
+    # held(engine, requests): {name: the output tokens the engine holds for it now} ("":
+    # E21 is not exported for this engine)
+    sent_body: str = ""
+    held_body: str = ""
+    # def refused(engine, requests): the names of the requests the engine ended unasked;
+    # def ran(engine, requests): the names of those a step has run ("": E20 is not exported)
+    refused_body: str = ""
+    ran_body: str = ""
 
 
 def model_table(
@@ -215,7 +227,7 @@ def fires(check: str, trace: EngineTrace, at: int, constants: dict[str, Any]) ->
             if problem(SOURCES[check], before, now, **constants):
                 return True
         return False
-    return True  # E5, E6, E7: the test asserts the check itself
+    return True  # E5, E6, E7, E20, E21: the test asserts the check itself
 
 
 def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str, Any]) -> None:
@@ -234,6 +246,10 @@ def _exportable(verdict: EngineVerdict, rendered: Rendered, constants: dict[str,
             "E8 is not exported for this engine: what its workers receive is schedcheck's "
             "simulated runner's, which its test does not play (its replay runs it: --replay)"
         )
+    if check == "E21" and not (rendered.sent_body and rendered.held_body):
+        raise ValueError("E21 is not exported for this engine: its test reads no output sent")
+    if check == "E20" and not (rendered.refused_body and rendered.ran_body):
+        raise ValueError("E20 is not exported for this engine: its test reads no refusal")
     if any(r.abort for r in w.requests) and not rendered.abort_body:
         raise ValueError("the workload aborts a request, which this engine's test cannot")
     if w.drafts and not rendered.spec:
@@ -326,7 +342,8 @@ def _requests(w: EngineWorkload) -> list[str]:
             _literal("ABORTS", [f"{n}: [{', '.join(a)}]" for n, a in sorted(aborts.items())])
         )
         landing = {r.name for r in w.requests if r.abort and r.abort_in_step}
-        lines.append(f"LANDING = {_names(landing)}  # aborts that land while their step runs")
+        landed = names_literal(landing)
+        lines.append(f"LANDING = {landed}  # aborts that land while their step runs")
     return lines
 
 
@@ -341,7 +358,7 @@ def _sent(w: EngineWorkload) -> dict[int, list[str]]:
     return sent
 
 
-def _names(names: Iterable[str]) -> str:
+def names_literal(names: Iterable[str]) -> str:
     """A set of names as a literal, in order (a set's own repr differs between runs)."""
     ordered = sorted(set(names))
     return "{" + ", ".join(map(repr, ordered)) + "}" if ordered else "set()"
@@ -357,6 +374,10 @@ def _loop(
     property where it reads (`failing`: E7 lets a request the engine failed for a failed
     load stop short, as check_e7 does)."""
     lines = ["    engine, requests = build(), {}"]
+    if check == "E21":
+        lines.append("    kept = {}  # name -> the output tokens it held when its abort was sent")
+    if check == "E20":
+        lines.append("    before, told = set(), set()  # requests run before the step; refused")
     watch = "None"
     if check in STATE_READ:
         watch = "seen"
@@ -390,6 +411,11 @@ def _loop(
             "        for name, chunk in SENT.get(n, []):",
             "            send(engine, requests, name, chunk)",
         ]
+    if check == "E21":
+        lines += [
+            "        for name in ABORTS.get(n, []):  # what it holds as its abort is sent",
+            "            kept.setdefault(name, held(engine, requests).get(name, 0))",
+        ]
     if aborts:
         lines += [
             "        for name in ABORTS.get(n, []):",
@@ -415,6 +441,26 @@ def _loop(
         lines += [
             "        problem = pool_problem(pool(engine, requests))",
             '        assert problem is None, f"after step {n}: {problem}"',
+        ]
+    if check == "E21":
+        lines += [
+            "        said = sent(engine, requests)",
+            "        for name, most in kept.items():",
+            "            got = len(said.get(name, []))",
+            "            assert got <= most, (",
+            '                f"step {n}: {name} was sent {got} output tokens, but held {most} "',
+            '                "when its abort was sent"',
+            "            )",
+        ]
+    if check == "E20":
+        lines += [
+            "        for name in refused(engine, requests) - told:",
+            "            assert name not in before, (",
+            '                f"step {n}: {name} was refused by the engine after it ran (a "',
+            '                "limit meant for new arrivals)"',
+            "            )",
+            "            told.add(name)",
+            "        before |= ran(engine, requests)",
         ]
     if check == "E13":
         lines.append("        before = states[-1] if states else before")
@@ -548,7 +594,8 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         expected = {r.name: list(w.alone(r)) for r in w.requests}
         lines.append(f"ALONE = {expected!r}  # each request's output run alone")
         aborted = sorted(r.name for r in w.requests if r.abort)
-        lines.append(f"ABORTED = {_names(aborted)}  # their output is right where it is a prefix")
+        stopped = names_literal(aborted)
+        lines.append(f"ABORTED = {stopped}  # their output is right where it is a prefix")
     if rendered.helpers.strip():
         lines += ["", "", rendered.helpers.strip()]
     if w.drafts:
@@ -573,6 +620,22 @@ def export_test(verdict: EngineVerdict, rendered: Rendered, shown: str, command:
         *([("state(engine, requests)", rendered.state_body)] if check in STATE_READ else []),
         *([("outputs(engine, requests)", rendered.outputs_body)] if check == "E7" else []),
         *([("failed(engine, requests)", rendered.failed_body)] if failing else []),
+        *(
+            [
+                ("sent(engine, requests)", rendered.sent_body),
+                ("held(engine, requests)", rendered.held_body),
+            ]
+            if check == "E21"
+            else []
+        ),
+        *(
+            [
+                ("refused(engine, requests)", rendered.refused_body),
+                ("ran(engine, requests)", rendered.ran_body),
+            ]
+            if check == "E20"
+            else []
+        ),
     ]
     for head, body in functions:
         lines += ["", "", f"def {head}:\n{_indent(body)}"]

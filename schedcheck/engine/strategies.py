@@ -364,8 +364,8 @@ def _pressure(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> 
         abort = r.abort + moved if r.abort else 0
         if i < 2:  # the two that press: the first runs on, the second (the likelier
             # victim) is aborted late or not at all, as may land once it was retracted
-            late = draw(st.integers(0, 3)) == 3 and i == 1
-            abort = arrival + draw(st.integers(6, 16)) if late else 0
+            late = i == 1 and draw(st.integers(0, 2)) == 2
+            abort = arrival + draw(st.integers(10, 20)) if late else 0
         requests.append(
             replace(
                 r,

@@ -40,7 +40,7 @@ from typing import Any
 from schedcheck.engine.sglang import standins
 from schedcheck.engine.workload import EOS, EngineConfig, EngineRequest
 
-__all__ = ["Build", "Channels", "Model"]
+__all__ = ["Build", "Channels", "Model", "server_args"]
 
 Model = Callable[[Any], list[int]]  # the simulated model: a ScheduleBatch -> a token per request
 CONTEXT = 4096  # the model's context length: above any request, so the pool is what limits
@@ -183,7 +183,7 @@ class Build:
 
         slots = (config.num_blocks - 1) * config.block_size
         args = ServerArgs(
-            **server_policy(config),
+            **server_args(config),
             model_path=self.model_path(),
             device="cpu",
             page_size=config.block_size,
@@ -197,8 +197,6 @@ class Build:
             sleep_on_idle=False,
             disable_cuda_graph=True,
             schedule_conservativeness=config.conservativeness,
-            enable_mixed_chunk=config.mixed,
-            max_queued_requests=config.max_queued or None,
         )
         if self.ports is None:
             self.ports = PortArgs.init_new(args)
@@ -270,16 +268,22 @@ class Build:
         return out
 
 
-def server_policy(config: EngineConfig) -> dict[str, Any]:
-    """The server arguments of the workload's policy (workload.POLICIES): SGLang's
-    `schedule_policy`, and for "priority" fcfs with priority scheduling on, lower values
-    first (the workload's order), preempting for priority by more than `preempt_gap`
-    (`priority_scheduling_preemption_threshold`) or not at all (-1:
-    `disable_priority_preemption`)."""
+def server_args(config: EngineConfig) -> dict[str, Any]:
+    """The server's scheduling arguments a workload sets beyond the budgets: mixed chunks
+    (`enable_mixed_chunk`), a queue limit (`max_queued_requests`, none at 0), and its
+    policy (workload.POLICIES): SGLang's `schedule_policy`, and for "priority" fcfs with
+    priority scheduling on, lower values first (the workload's order), preempting for
+    priority by more than `preempt_gap` (`priority_scheduling_preemption_threshold`) or
+    not at all (-1: `disable_priority_preemption`)."""
+    limits = {
+        "enable_mixed_chunk": config.mixed,
+        "max_queued_requests": config.max_queued or None,
+    }
     if config.policy != "priority":
-        return {"schedule_policy": config.policy}
+        return {**limits, "schedule_policy": config.policy}
     preempts = config.preempt_gap >= 0
     return {
+        **limits,
         "schedule_policy": "fcfs",
         "enable_priority_scheduling": True,
         "schedule_low_priority_values_first": True,

@@ -21,8 +21,8 @@ import pprint
 from pathlib import Path
 
 from schedcheck.engine.adapter import EngineSetup
-from schedcheck.engine.export import Rendered
-from schedcheck.engine.sglang.build import TINY_LLAMA
+from schedcheck.engine.export import Rendered, names_literal
+from schedcheck.engine.sglang.build import TINY_LLAMA, server_args
 from schedcheck.engine.sglang.drive import LOOPS
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.workload import EOS
@@ -340,6 +340,7 @@ class Engine:
     def __init__(self, scheduler):
         self.scheduler, self.sockets = scheduler, dict(SOCKETS)
         self.added, self.finished, self.aborted, self.said = [], set(), set(), {}
+        self.refused = set()  # ended by SGLang unasked (an AbortReq the test did not send)
         self.reqs = {}  # SGLang's Req of each request a batch ran, by name
 
     def send(self, message):
@@ -398,8 +399,11 @@ class Engine:
             while socket.items:
                 message = io_struct.sock_recv(socket, zmq.NOBLOCK)
                 rids = getattr(message, "rids", None)
-                if rids is None:  # AbortReq: a request aborted before it ran
-                    self.finished.add(str(getattr(message, "rid", ""))[:-1])
+                if rids is None:  # AbortReq: a request ended outside the output stream
+                    name = str(getattr(message, "rid", ""))[:-1]
+                    self.finished.add(name)
+                    if name not in self.aborted:  # SGLang's own: _abort_on_queued_limit
+                        self.refused.add(name)
                     continue
                 for i, rid in enumerate(rids):
                     name = str(rid)[:-1]
@@ -418,6 +422,7 @@ args = ServerArgs(
     max_running_requests=MAX_NUM_SEQS, max_total_tokens=(NUM_BLOCKS - 1) * BLOCK_SIZE,
     disable_overlap_schedule=not OVERLAP, skip_tokenizer_init=True, load_format="dummy",
     sleep_on_idle=False, disable_cuda_graph=True, schedule_conservativeness=CONSERVATIVENESS,
+    **SERVER,
 )  # page 0 is its padding page: NUM_BLOCKS - 1 pages to hand out
 rank = runtime_context.spawn_world_rank(args, tp_rank=0, pp_rank=0)
 ranks = runtime_context.SpawnRanks(world_rank=rank, dp_rank=None, gpu_id=0)
@@ -439,7 +444,8 @@ message = io_struct.TokenizedGenerateReqInput(
     rid=f"{name}.",  # abort_request aborts every id starting with the one aborted: r1 of r10
     input_text=None, input_ids=array("q", prompt), input_embeds=None, token_type_ids=None,
     mm_inputs=None, sampling_params=params, return_logprob=False, logprob_start_len=-1,
-    top_logprobs_num=0, token_ids_logprob=None, stream=False,
+    top_logprobs_num=0, token_ids_logprob=None, stream=name in STREAMED,
+    priority=priority if SERVER.get("enable_priority_scheduling") else None,
 )  # as its tokenizer manager sends it (_create_tokenized_object)
 engine.send(message)
 engine.added.append(name)
@@ -529,8 +535,6 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
             "the test is written for SGLang 0.5.23's scheduler (0.5.22's has its shape); "
             f"this release has no {', '.join(lacks)}"
         )
-    if any(r.priority for r in w.requests):
-        return "a request with a priority (SGLang's scheduler runs fcfs here)"
     if any(r.abort and r.abort_in_step for r in w.requests):
         return "an abort landing during a step (SGLang's driver sends aborts between steps)"
     release = _release(root)
@@ -542,6 +546,9 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         f"OVERLAP = {loop == 'overlap'}  # its event loop: {loop}"
         + (" (the release's default)" if loop == LOOPS[0] else ""),
         f"CONSERVATIVENESS = {w.config.conservativeness!r}  # schedule_conservativeness",
+        "# its server's scheduling arguments",
+        f"SERVER = {pprint.pformat(server_args(w.config), width=88, sort_dicts=False)}",
+        f"STREAMED = {names_literal(r.name for r in w.requests if r.stream)}  # clients streamed",
     ]
     version = release.removeprefix("sglang==")
     return Rendered(
@@ -557,6 +564,10 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         done_body=DONE,
         unfinished_body="return [name for name in engine.added if name not in engine.finished]",
         outputs_body=OUTPUTS,
+        sent_body="return engine.said",
+        held_body="return {name: len(req.output_ids) for name, req in engine.reqs.items()}",
+        refused_body="return set(engine.refused)",
+        ran_body="return set(engine.reqs)",
         replaced=(
             "the model: Scheduler.init_model_worker builds the real pools (ReqToTokenPool, "
             "a one-layer MHATokenToKVPool, its token or paged allocator) in a worker whose "
