@@ -115,8 +115,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="what the workloads draw, comma-separated: spec (speculative decoding: drafts "
         "proposed, verified and rolled back; vLLM), connector (a KV connector over a "
         "simulated external store: loads, saves, failed loads; vLLM), sessions "
-        "(streaming-input sessions: continuation chunks under one request; vLLM), or none "
-        "(default: every one the engine's adapter drives, each in a share of the workloads)",
+        "(streaming-input sessions: continuation chunks under one request; vLLM), hybrid "
+        "(hybrid models' KV cache groups; vLLM), policies, priority-preemption, mixed, "
+        "queue-limit, streams, pressure (the server's scheduling arguments, its clients' "
+        "streaming, decode-pressure workloads; SGLang), or none (default: every one the "
+        "engine's adapter drives, each in a share of the workloads)",
     )
     engine.add_argument(
         "--connector",
@@ -323,10 +326,22 @@ def engine_command(args: argparse.Namespace) -> int:
     return conclude(args, shown, options, found, reached, checks, exporter)
 
 
-FEATURES = ("spec", "connector", "sessions", "hybrid")
+# what a server is told of scheduling, and its clients' requests (issue 52), each a Features
+# flag: its name on the command line, the field, and in words
+SCHEDULING = (
+    ("policies", "policies", "scheduling policies beside fcfs and priority"),
+    ("priority-preemption", "preempt_gap", "preemption for priority"),
+    ("mixed", "mixed", "mixed chunks as a choice"),
+    ("queue-limit", "queue_limit", "a queue limit"),
+    ("streams", "streams", "clients streamed token by token"),
+    ("pressure", "pressure", "decode-pressure workloads"),
+)
+FEATURES = ("spec", "connector", "sessions", "hybrid", *(name for name, _, _ in SCHEDULING))
 """What --features names: spec, speculative decoding (Features.drafts); connector, a KV
 connector's transfers (Features.connectors); sessions, streaming-input sessions
-(Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers)."""
+(Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers); and the
+scheduling a server is told and its clients ask (SCHEDULING: Features.policies,
+preempt_gap, mixed, queue_limit, streams, pressure)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -368,6 +383,11 @@ def drawn(features: Features, asked: str | None, title: str) -> Features:
         )
     if not wants("hybrid", asked):
         features = replace(features, layers=())
+    for name, field, words in SCHEDULING:
+        if name in names and not getattr(features, field):
+            raise ValueError(f"--features {name}: schedcheck draws no {words} for {title}")
+        if not wants(name, asked):
+            features = _without(features, field)
     return features
 
 
@@ -402,6 +422,19 @@ def narrowed(features: Features, args: argparse.Namespace) -> Features:
         else:
             features = replace(features, layers=kept)
     return features
+
+
+def _without(features: Features, field: str) -> Features:
+    """`features` with one of SCHEDULING's fields off."""
+    flags = {
+        "policies": replace(features, policies=()),
+        "preempt_gap": replace(features, preempt_gap=False),
+        "mixed": replace(features, mixed=False),
+        "queue_limit": replace(features, queue_limit=False),
+        "streams": replace(features, streams=False),
+        "pressure": replace(features, pressure=False),
+    }
+    return flags[field]
 
 
 _drawn_by = {

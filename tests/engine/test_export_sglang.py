@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -38,14 +39,15 @@ from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.verdict import EngineVerdict, verify_engine
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from schedcheck.invariants.violation import Violation
-from tests.engine.test_sglang import build, retracting
+from tests.engine.test_sglang import KNOWN, SUBJECTS, build, retracting
 from tests.engine_subjects.exported import run_exported
 from tests.engine_subjects.sglang.mutants import MUTANTS
 
 pytestmark = pytest.mark.sglang
 ROOT = Path(__file__).resolve().parent.parent.parent
 REQUIRE = "SCHEDCHECK_REQUIRE_SGLANG"
-CHECKS = active(frozenset(), SGLANG.policies_on)
+CHECKS = active(KNOWN, SGLANG.policies_on)  # the release's own bugs off (test_sglang.py)
+FINDINGS = ROOT / "findings"
 
 # The mutant, put into SGLang's Scheduler once the test module has imported SGLang (on a
 # CPU install the test's stand-ins come first, so SGLang cannot be imported before it)
@@ -111,7 +113,7 @@ def written(verdict: EngineVerdict, setup_loop: str, sglang: LocalEngine, test: 
 
 @pytest.mark.parametrize(
     ("name", "loop"),
-    [("lock_kept", "normal"), ("double_free", "overlap"), ("eos_ignored", "overlap")],
+    [("lock_kept", "normal"), ("row_on_free_page", "overlap"), ("eos_ignored", "overlap")],
 )
 def test_an_export_fails_on_the_mutant_and_passes_on_the_release(
     sglang: LocalEngine, tmp_path: Path, name: str, loop: str
@@ -165,6 +167,43 @@ def test_the_release_passes_its_own_runs_exported(
     done = run_tests(tests, tmp_path / "release", ALONE)
     assert done.returncode == 0, done.stdout[-3000:]
     assert f"{len(tests)} passed" in done.stdout
+
+
+def test_the_findings_exported_tests_fail_on_the_release_and_sglang_01_passes_its_fix(
+    sglang: LocalEngine, tmp_path: Path
+) -> None:
+    """findings/SGLANG_01.py to 03.py, as kept: each fails on CI's release at its own
+    assertion; SGLANG_01's passes with PR #37260's rule put into the Scheduler."""
+    tests = [FINDINGS / f"SGLANG_0{i}.py" for i in (1, 2, 3)]
+    done = run_tests(tests, tmp_path / "release", ALONE)
+    assert done.returncode == 1 and "3 failed" in done.stdout, done.stdout[-3000:]
+    for said in ("was refused by the engine after it ran", "but held 0 when its abort was sent"):
+        assert said in done.stdout, done.stdout[-3000:]
+    fix = BUGGY.format(root=str(ROOT), name="retracted_exempt")
+    fixed = run_tests(tests[:1], tmp_path / "fixed", fix)
+    assert fixed.returncode == 0, fixed.stdout[-3000:]
+
+
+def test_correct_runs_stated_as_e20_and_e21_pass_on_the_release(
+    sglang: LocalEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrivals refused by a full queue stated as E20; an abort of a request that never ran
+    stated as E21: the release keeps both, and so do their exported tests."""
+    monkeypatch.setattr(export, "fires", lambda *args: True)
+    tests = []
+    for name, check in (("refused_arrival", "E20"), ("abort_waiting", "E21")):
+        saved = EngineTrace.from_dict(json.loads((SUBJECTS / f"{name}_trace.json").read_text()))
+        for loop in ("overlap", "normal"):
+            w = saved.workload
+            workload = dataclasses.replace(w, config=dataclasses.replace(w.config, mode=loop))
+            verdict = verify_engine(sglang, workload, active(frozenset(), SGLANG.policies_on))
+            assert verdict.ok, verdict.report()
+            stated = EngineVerdict(verdict.trace, [Violation(check, 1, "end of run", "stated")])
+            test = tmp_path / f"test_{name}_{loop}.py"
+            written(stated, loop, sglang, test)
+            tests.append(test)
+    done = run_tests(tests, tmp_path / "release", ALONE)
+    assert done.returncode == 0 and "4 passed" in done.stdout, done.stdout[-3000:]
 
 
 def test_what_the_test_is_not_written_for_is_refused(sglang: LocalEngine, tmp_path: Path) -> None:

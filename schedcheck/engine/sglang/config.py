@@ -92,7 +92,8 @@ def sglang_setup(path: str | None, args: argparse.Namespace | None = None) -> En
         config_from=f"{where}; ServerArgs from each workload: page_size = block_size, "
         "chunked_prefill_size = max_prefill_tokens = max_num_batched_tokens, "
         "max_running_requests = max_num_seqs, max_total_tokens = the pages less page 0; "
-        "radix cache on, its Python tree core",
+        "schedule_policy, priority scheduling, enable_mixed_chunk and max_queued_requests as "
+        "the workload says; radix cache on, its Python tree core",
         options=tuple(options),
         modes=tuple(loops),
         reaches=(SKIPPED,),
