@@ -332,7 +332,7 @@ SCHEDULING = (
     ("policies", "policies", "scheduling policies beside fcfs and priority"),
     ("priority-preemption", "preempt_gap", "preemption for priority"),
     ("mixed", "mixed", "mixed chunks as a choice"),
-    ("queue-limit", "queue_limit", "a queue limit"),
+    ("queue-limit", "queue_limit", "queue limit"),
     ("streams", "streams", "clients streamed token by token"),
     ("pressure", "pressure", "decode-pressure workloads"),
 )

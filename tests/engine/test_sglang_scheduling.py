@@ -27,11 +27,16 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
 
 from schedcheck.engine.adapter import PLAIN
 from schedcheck.engine.checks import active, check_engine
-from schedcheck.engine.command import unsupported
+from schedcheck.engine.command import drawn, unsupported
 from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
+from schedcheck.engine.sglang.pools import Reader
 from schedcheck.engine.strategies import (
     ABORT_WAITING,
     IN_FLIGHT_ABORT,
@@ -39,6 +44,7 @@ from schedcheck.engine.strategies import (
     PRIORITY,
     REFUSED,
     STREAMED_PREEMPTION,
+    engine_workloads,
     observe,
 )
 from schedcheck.engine.trace import EngineStep, EngineTrace
@@ -174,3 +180,46 @@ def test_an_engine_without_them_refuses_such_a_workload_on_replay() -> None:
         lpm, PLAIN, ("overlap",)
     )
     assert unsupported(w, SGLANG.features, ("overlap", "normal")) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(w=engine_workloads(features=SGLANG.features, modes=("overlap", "normal")))
+def test_every_workload_drawn_for_sglang_is_valid_input_for_it(w: EngineWorkload) -> None:
+    """Its scheduling draws and decode pressure included: each request fits the pool as
+    SGLang's intake counts it, the budget a whole number of pages, every field one its
+    adapter drives; a pressure workload's pool holds its largest request."""
+    features = SGLANG.features
+    assert w.problems(features.reserved, features.headroom, 1, True) == []
+    assert unsupported(w, features, ("overlap", "normal")) == []
+    if w.config.preempt_gap >= 0:
+        assert w.config.policy == "priority"
+
+
+def test_features_names_each_scheduling_feature_and_refuses_one_the_engine_lacks() -> None:
+    only = drawn(SGLANG.features, "mixed", "SGLang")
+    assert only.mixed and not (only.policies or only.queue_limit or only.pressure)
+    assert not (only.streams or only.preempt_gap)
+    every = drawn(SGLANG.features, None, "SGLang")
+    assert every.policies and every.pressure and every.queue_limit
+    with pytest.raises(
+        ValueError, match="--features queue-limit: schedcheck draws no queue limit for nano-vllm"
+    ):
+        drawn(PLAIN, "queue-limit", "nano-vllm")
+
+
+def test_rows_problem_fires_on_kv_committed_past_the_row_allocated() -> None:
+    """SGLang's physical rule on a live row (pools.Reader.rows_problem, after every step):
+    quiet on committed <= allocated, firing past it; a leaked and a doubly free row too."""
+    kv = SimpleNamespace(req_pool_idx=1, kv_allocated_len=4, kv_committed_len=4)
+    req = SimpleNamespace(kv=kv, finished=lambda: False)
+    rows = SimpleNamespace(free_slots=[2, 3], size=3)
+    reader = Reader(SimpleNamespace(page_size=1, req_to_token_pool=rows), {"r1.": "r1"})
+    assert reader.rows_problem({"r1": req}) is None
+    kv.kv_committed_len = 5
+    said = reader.rows_problem({"r1": req})
+    assert said is not None and "r1 has KV committed to position 5" in said
+    kv.kv_committed_len = 4
+    rows.free_slots = [2]
+    assert "row 3 of req_to_token is neither free nor held" in str(reader.rows_problem({"r1": req}))
+    rows.free_slots = [2, 2, 3]
+    assert "row 2 of req_to_token is free twice" in str(reader.rows_problem({"r1": req}))

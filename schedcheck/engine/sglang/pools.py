@@ -132,7 +132,8 @@ class Reader:
         """The request rows (`req_to_token`'s, 1 .. size; row 0 is padding): free
         (`free_slots`) or held by a request not finished, each exactly once; a row in
         neither is leaked (the check SGLang makes when idle, `_check_req_pool`, made after
-        every step here)."""
+        every step here); and a live row's committed KV never past what it was allocated
+        (`kv_committed_len <= kv_allocated_len`, ReqKV's own rule)."""
         pool = self.scheduler.req_to_token_pool
         free = [int(r) for r in pool.free_slots]
         held = {
@@ -153,6 +154,14 @@ class Reader:
                 f"row {lost[0]} of req_to_token is neither free nor held by a running "
                 "request: leaked"
             )
+        for name in held.values():  # SGLang's own rule: committed <= allocated (ReqKV)
+            kv = seen[name].kv
+            committed = getattr(kv, "kv_committed_len", None)
+            if committed is not None and int(committed) > int(kv.kv_allocated_len):
+                return (
+                    f"{name} has KV committed to position {int(committed)}, past the "
+                    f"{int(kv.kv_allocated_len)} slots its row was allocated"
+                )
         return None
 
     def tree(self) -> Iterator[tuple[list[int], tuple[int, ...], int]]:
