@@ -3,8 +3,8 @@
 
 Marked `sglang`: they need SGLang installed (.ci/run installs the release pinned in
 .ci/install-sglang, lean, in a venv of its own, and sets SCHEDCHECK_REQUIRE_SGLANG, so they
-may not skip there); skipped elsewhere. The release fails E20 and E21 (SGLANG-01 and
-SGLANG-02 in docs/findings.md: its own bugs, open upstream), found by its default search;
+may not skip there); skipped elsewhere. The release fails E20 and E21 (SGLANG-01, and
+SGLANG-02 and -03, in docs/findings.md: its own bugs), found by its default search;
 with those two off it passes a bounded search in both its event loops, which reaches
 retraction (its decode-pressure workloads) and everything else its features draw; each
 mutant of the release made here (tests/engine_subjects/sglang/mutants.py) is caught by the
