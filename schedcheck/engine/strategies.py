@@ -385,7 +385,7 @@ def _pressure(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> 
     # pages for the second request admitted beside the first's prompt, first token and
     # what admission reserves of its remaining output (at most the conservativeness of
     # it), but fewer than the KV of both at their ends (the last token sampled has none)
-    first, second = requests[0], requests[-1] if len(requests) == 1 else requests[1]
+    first, second = requests[0], requests[1]
     bs, conservativeness = config.block_size, draw(st.sampled_from([0.1, 0.3]))
     reserved = len(first.prompt) + 1 + int(conservativeness * first.max_tokens + 1)
     low = -(-reserved // bs) + -(
