@@ -606,15 +606,19 @@ def check_e21(trace: EngineTrace) -> Iterator[Violation]:
     """An aborted request streams no more output than it had when its abort was received
     (EngineStep.streamed, where its adapter records it): the abort's step is where the
     engine received it, at its start, and what the request held then is what the pool
-    after the step before says (its tokens less its prompt). A token of a batch in flight
-    then, or of one run after, is no longer the client's: the finish that says aborted
-    carries none. (Output held back from a client that does not stream, and sent with the
-    finish, was produced before: it may come then.)"""
+    after the last step run before it says (its tokens less its prompt). A token of a
+    batch in flight then, or of one run after, is no longer the client's: the finish that
+    says aborted carries none. (Output held back from a client that does not stream, and
+    sent with the finish, was produced before: it may come then.)"""
     prompts = {r.name: len(r.prompt) for r in trace.workload.requests}
     aborts = {r.name: r.abort for r in trace.workload.requests if r.abort}
     held: dict[str, int] = {}  # output each aborted request held when its abort came
     sent: dict[str, int] = {}
+    last: dict[str, tuple[int, ...]] = {}  # the tokens of the pool after the last step run
     for step in trace.steps:
+        for name, at in aborts.items():  # read once, off the last pool before its step
+            if at <= step.step and name not in held:
+                held[name] = max(len(last.get(name, ())) - prompts[name], 0)
         for name, count in step.streamed:
             sent[name] = sent.get(name, 0) + count
             if name not in aborts or step.step < aborts[name]:
@@ -631,12 +635,7 @@ def check_e21(trace: EngineTrace) -> Iterator[Violation]:
                     (name,),
                 )
                 return
-        after = step.after_postprocess
-        if after is None:
-            continue
-        for name, at in aborts.items():
-            if step.step == at - 1 and name in after.tokens:
-                held[name] = len(after.tokens[name]) - prompts[name]
+        last = (step.after_postprocess or step.after_schedule).tokens
 
 
 def check_e14(trace: EngineTrace) -> Iterator[Violation]:

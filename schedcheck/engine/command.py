@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from schedcheck import faults
 from schedcheck.engine import registry
@@ -425,16 +426,9 @@ def narrowed(features: Features, args: argparse.Namespace) -> Features:
 
 
 def _without(features: Features, field: str) -> Features:
-    """`features` with one of SCHEDULING's fields off."""
-    flags = {
-        "policies": replace(features, policies=()),
-        "preempt_gap": replace(features, preempt_gap=False),
-        "mixed": replace(features, mixed=False),
-        "queue_limit": replace(features, queue_limit=False),
-        "streams": replace(features, streams=False),
-        "pressure": replace(features, pressure=False),
-    }
-    return flags[field]
+    """`features` with one of SCHEDULING's fields off (policies: none; the others False)."""
+    off: dict[str, Any] = {field: () if field == "policies" else False}
+    return replace(features, **off)
 
 
 _drawn_by = {
