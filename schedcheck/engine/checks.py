@@ -145,17 +145,19 @@ def check_e1(trace: EngineTrace) -> Iterator[Violation]:
 
 
 def check_e4(trace: EngineTrace) -> Iterator[Violation]:
-    config = trace.workload.config
+    """The step's budgets: its tokens (its draft positions among them, where the engine
+    counts them: Traits.drafts_in_budget) and its sequences."""
+    config, counted = trace.workload.config, trace.traits.drafts_in_budget
     for step in trace.steps:
         names = [s.name for s in step.scheduled]
-        total = sum(s.num_scheduled for s in step.scheduled)
+        total = sum(s.num_scheduled - (0 if counted else s.drafts) for s in step.scheduled)
         if total > config.max_num_batched_tokens:
             yield Violation(
                 "E4",
                 step.step,
                 "schedule()",
-                f"{total} tokens scheduled, max_num_batched_tokens is "
-                f"{config.max_num_batched_tokens}",
+                f"{total} tokens scheduled{'' if counted else ' beside their drafts'}, "
+                f"max_num_batched_tokens is {config.max_num_batched_tokens}",
                 tuple(names),
             )
         if len(names) > config.max_num_seqs:
@@ -761,8 +763,12 @@ def check_e15(trace: EngineTrace) -> Iterator[Violation]:
         for seq in step.scheduled:
             if not seq.drafts or seq.padded:
                 continue
+            # the drafts proposed, then placeholders alone where the proposer had fewer
             drafts, fresh = seq.draft_tokens, w.propose(seq.own)
-            if drafts != fresh[: len(drafts)]:
+            proposed = seq.proposed
+            if proposed != fresh[: len(proposed)] or any(
+                t != UNKNOWN for t in drafts[len(proposed) :]
+            ):
                 yield Violation(
                     "E15",
                     step.step,

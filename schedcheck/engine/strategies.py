@@ -296,6 +296,8 @@ def engine_workloads(
         # budget per request scheduled, 0.2x off the whole budget per max_num_seqs)
         rows = config.max_num_seqs if drafter == "model" else 0
         budget = max(config.max_num_batched_tokens, 1 + drafts + rows)
+        if features.budget_in_blocks:
+            budget = -(-budget // config.block_size) * config.block_size
         config = replace(config, max_num_batched_tokens=budget)
     schedule: tuple[tuple[int, int, int], ...] = ()
     if drafts and features.draft_schedules and draw(st.integers(0, 1)):  # one in two
@@ -335,8 +337,8 @@ def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -
     if features.streams:
         requests = [replace(r, stream=draw(st.booleans())) for r in requests]
     workload = replace(workload, config=config, requests=tuple(requests))
-    # (not where max_tokens has ties of its own: caps, drafts, a session's turns)
-    plain = not (config.max_model_len or workload.drafts or any(r.session for r in requests))
+    # (not where max_tokens has ties of its own: caps, a session's turns)
+    plain = not (config.max_model_len or any(r.session for r in requests))
     if features.pressure and plain and draw(st.booleans()):  # one workload in two
         workload = _pressure(draw, workload, features)
     return workload
@@ -393,7 +395,13 @@ def _pressure(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> 
     )
     high = sum(-(-(len(r.prompt) + r.max_tokens - 1) // bs) for r in (first, second)) - 1
     pages = draw(st.integers(low, max(low, high)))
-    blocks = max(max(r.peak_blocks(bs, features.headroom) for r in requests), pages)
+    # each request alone fits, its drafts' slots and its drafter's with it
+    drafted = replace(workload, requests=tuple(requests))
+    blocks = max(
+        *(r.peak_blocks(bs, features.headroom) for r in requests),
+        *(drafted.draft_blocks(r) for r in requests if workload.drafts),
+        pages,
+    )
     config = replace(
         config,
         num_blocks=blocks + features.reserved,
@@ -618,11 +626,13 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
         drafts = computed_on(seq, copies[i])[len(seq.own) :]
         if seq.drafts < w.drafts or UNKNOWN in drafts:
             seen.add(DRAFTS_FEW)
-        if drafts and UNKNOWN not in drafts:
+        # those proposed: before the first placeholder (Scheduled.proposed)
+        drafts = drafts[: drafts.index(UNKNOWN)] if UNKNOWN in drafts else drafts
+        if drafts:
             accepted = len(w.verify(seq.own, drafts)) - 1
             seen.add(
                 DRAFTS_ALL
-                if accepted == seq.drafts
+                if accepted == len(drafts)
                 else DRAFTS_NONE
                 if not accepted
                 else DRAFTS_SOME

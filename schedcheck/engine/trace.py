@@ -42,6 +42,14 @@ class Scheduled(NamedTuple):
         return self.token_ids[len(self.token_ids) - self.drafts :]
 
     @property
+    def proposed(self) -> tuple[int, ...]:
+        """Its drafts proposed: those before the first placeholder (UNKNOWN). A proposer
+        that has fewer drafts than the engine verifies a step pads the rest (SGLang's
+        chain of a fixed length), and verification rejects a placeholder."""
+        drafts = self.draft_tokens
+        return drafts[: drafts.index(UNKNOWN)] if UNKNOWN in drafts else drafts
+
+    @property
     def padded(self) -> bool:
         """Its drafts are placeholders, not drafts proposed: vLLM pads a one-token
         admission to 1 + num_speculative_tokens rows of -1, which the sampler rejects."""

@@ -29,6 +29,11 @@ class Traits:
     # configured max_num_batched_tokens (vLLM 0.2x with a draft model: less one row per
     # max_num_seqs, `max_num_scheduled_tokens`); 0: the configured one (E13)
     token_budget: int = 0
+    # a step's draft positions count against its token budget (vLLM's num_scheduled_tokens
+    # holds them); where not, a decode counts as its one token however many drafts it
+    # verifies (SGLang: chunked_prefill_size bounds extends, and a mixed step takes one
+    # token a decode off it; the decode batch is bounded by max_running_requests) (E4)
+    drafts_in_budget: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +42,7 @@ class Traits:
             "update_call": self.update_call,
             "draft_inputs": self.draft_inputs,
             "token_budget": self.token_budget,
+            "drafts_in_budget": self.drafts_in_budget,
         }
 
     @classmethod
@@ -47,4 +53,5 @@ class Traits:
             str(data["update_call"]),
             int(data.get("draft_inputs", 0)),
             int(data.get("token_budget", 0)),
+            bool(data.get("drafts_in_budget", True)),
         )

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from schedcheck.engine.search import search_engine
 from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
 from schedcheck.engine.sglang.config import sglang_setup
 from schedcheck.engine.strategies import (
+    DRAFTS_PREEMPTED,
     PREEMPTION,
     REPREFILL,
     STREAMED_PREEMPTION,
@@ -84,15 +86,55 @@ def retracting(loop: str, page: int) -> EngineWorkload:
 
 
 def test_the_release_passes_a_bounded_search_in_both_loops(sglang: LocalEngine) -> None:
-    """With its two known bugs' checks off; the search reaches retraction in one workload
-    in ten or more, with a streamed output in one in twenty (issue 52)."""
+    """With its two known bugs' checks off, and no drafts (an abort before a verify sends a
+    whole run past max_tokens, SGLANG-03 again: E7, tested below); the search reaches
+    retraction in one workload in ten or more, with a streamed output in one in twenty
+    (issue 52)."""
     build(sglang).patch = None
-    found = search_engine(sglang, 1000, CHECKS, True, SGLANG.features, LOOPS)
+    features = replace(SGLANG.features, drafts=0)
+    found = search_engine(sglang, 1000, CHECKS, True, features, LOOPS)
     assert found.failure is None, found.failure[1].report()
-    reachable = labels(SGLANG.features, LOOPS, sglang.setup.reaches)
+    reachable = labels(features, LOOPS, sglang.setup.reaches)
     missed = [x for x in reachable if not found.reached[x]]
     assert not missed, f"never reached: {missed}"
     assert found.reached[PREEMPTION] >= 100 and found.reached[STREAMED_PREEMPTION] >= 50
+
+
+def test_speculative_decoding_passes_a_bounded_search_without_client_aborts(
+    sglang: LocalEngine,
+) -> None:
+    """Every feature, drafts among them (EAGLE in the normal loop, spec.py), with no abort
+    sent by a client: SGLANG-03 is out of reach, and the rest passes; retraction with
+    drafts scheduled the step before, and each outcome of a verify, are reached."""
+    build(sglang).patch = None
+    features = replace(SGLANG.features, aborts=False)
+    found = search_engine(sglang, 1000, CHECKS, True, features, LOOPS)
+    assert found.failure is None, found.failure[1].report()
+    reachable = labels(features, LOOPS, sglang.setup.reaches)
+    missed = [x for x in reachable if not found.reached[x]]
+    assert not missed, f"never reached: {missed}"
+    assert found.reached[DRAFTS_PREEMPTED] >= 20 and found.reached[PREEMPTION] >= 100
+
+
+def test_sglang_03_with_drafts_sends_a_whole_run_past_max_tokens(sglang: LocalEngine) -> None:
+    """SGLANG-03's shape with drafts (tests/engine_subjects/sglang/abort_spec_trace.json,
+    read in test_sglang_spec_checks): the release runs it the same, fails E21, and E7
+    with E21 off."""
+    build(sglang).patch = None
+    saved = EngineTrace.from_dict(json.loads((SUBJECTS / "abort_spec_trace.json").read_text()))
+    trace = sglang.run(saved.workload)
+    assert trace.outputs == saved.outputs == {"r1": (2, 2, 2, 1)}
+    assert [v.check for v in check_engine(trace, active(on=SGLANG.policies_on))] == ["E21", "E7"]
+
+
+def test_the_recorded_speculative_run_is_the_release_s(sglang: LocalEngine) -> None:
+    """The run test_sglang_spec_checks reads, replayed on the release: the same steps."""
+    build(sglang).patch = None
+    saved = EngineTrace.from_dict(json.loads((SUBJECTS / "spec_trace.json").read_text()))
+    trace = sglang.run(saved.workload)
+    assert trace.failure is None and check_engine(trace, CHECKS) == []
+    assert [s.scheduled for s in trace.steps] == [s.scheduled for s in saved.steps]
+    assert trace.outputs == saved.outputs
 
 
 def test_its_default_search_finds_its_known_bugs(sglang: LocalEngine) -> None:
@@ -182,7 +224,9 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
             if violations:
                 assert violations[0].check == mutant.check, violations
                 return
-        found = search_engine(sglang, 500, CHECKS, True, SGLANG.features, LOOPS)
+        # no client aborts: the release's own SGLANG-03 with drafts (E7) is not found first
+        features = replace(SGLANG.features, aborts=False)
+        found = search_engine(sglang, 500, CHECKS, True, features, LOOPS)
     finally:
         build(sglang).patch = None
     assert found.failure is not None, f"{mutant.name} ({mutant.bug}) was not caught"

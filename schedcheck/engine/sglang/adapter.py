@@ -79,6 +79,12 @@ class Sglang:
         queue_limit=True,
         streams=True,
         pressure=True,
+        # EAGLE, a chain of up to 3 drafts a step (spec.py), in the normal loop: SGLang
+        # turns the overlap loop off for speculative decoding on a CPU
+        # (`_disable_overlap_schedule_for_cpu`)
+        drafts=3,
+        draft_modes=("normal",),
+        drafters=(("hidden", ()),),
     )
     # its retraction's victims and requeue; its preemption for priority
     policies_on = frozenset({"E14", "E22"})

@@ -37,7 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from schedcheck.engine.sglang import standins
+from schedcheck.engine.sglang import spec, standins
 from schedcheck.engine.workload import EOS, EngineConfig, EngineRequest
 
 __all__ = ["Build", "Channels", "Model", "server_args"]
@@ -112,6 +112,7 @@ class Build:
         # schedcheck's own tests: tests/engine_subjects/sglang/mutants.py)
         self.patch: Callable[[Any], None] | None = None
         self.model: Model | None = None  # the live scheduler's simulated model
+        self.verify: spec.Verify | None = None  # and its verify of drafts (spec.py)
         self.folder = Path(tempfile.gettempdir()) / f"schedcheck-sglang-{os.getuid()}"
         # (its own model folder: a box's /tmp is its own, so it is written where it runs)
 
@@ -166,6 +167,11 @@ class Build:
         module.create_scheduler_watchdog = lambda *a, **k: watchdog._WatchdogNoop()
         common.get_cpu_memory_capacity = functools.cache(common.get_cpu_memory_capacity)
         module.Scheduler.init_model_worker = _init_model_worker(self)
+        spec.install(module, self.live_verify)
+
+    def live_verify(self) -> spec.Verify:
+        assert self.verify is not None
+        return self.verify
 
     def model_path(self) -> str:
         """The tiny llama's folder (a config, no weights), written where this process runs."""
@@ -175,15 +181,25 @@ class Build:
             config.write_text(json.dumps(TINY_LLAMA))
         return str(self.folder)
 
-    def scheduler(self, config: EngineConfig, overlap: bool, model: Model) -> tuple[Any, Channels]:
+    def scheduler(
+        self,
+        config: EngineConfig,
+        overlap: bool,
+        model: Model,
+        drafts: int = 0,
+        verify: spec.Verify | None = None,
+    ) -> tuple[Any, Channels]:
         """A fresh Scheduler for `config` (a KV page per block, block 0 SGLang's padding
-        page), in the overlap loop or the normal one, computing with `model`."""
+        page), in the overlap loop or the normal one, computing with `model`; with EAGLE
+        drafting a chain of `drafts` a step where `drafts`, verified by `verify`
+        (spec.py)."""
         from sglang.srt import runtime_context
         from sglang.srt.server_args import PortArgs, ServerArgs
 
         slots = (config.num_blocks - 1) * config.block_size
         args = ServerArgs(
             **server_args(config),
+            **spec.spec_args(drafts),
             model_path=self.model_path(),
             device="cpu",
             page_size=config.block_size,
@@ -200,7 +216,7 @@ class Build:
         )
         if self.ports is None:
             self.ports = PortArgs.init_new(args)
-        self.model = model
+        self.model, self.verify = model, verify
         if hasattr(runtime_context, "SpawnRanks"):  # 0.5.21 on: the ranks published
             rank = runtime_context.spawn_world_rank(args, tp_rank=0, pp_rank=0)
             ranks = runtime_context.SpawnRanks(world_rank=rank, dp_rank=None, gpu_id=0)
@@ -436,10 +452,10 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
             ),
         )
         self.tp_worker = _Worker(build, runner, config)
-        self.maybe_init_draft_worker()  # SGLang's own: no speculative decoding, no draft
+        self.maybe_init_draft_worker()  # no draft, or the simulated one (spec.py)
         self.kv_cache_allocation_time = 0.0
         self.schedule_stream = torch.cpu.Stream()
-        self.model_worker = self.tp_worker
+        self.model_worker = self.draft_worker or self.tp_worker
         # get_worker_info()'s, for a pool of `slots` tokens and a context above any request
         self.max_total_num_tokens = slots
         self.max_prefill_tokens = get_schedule().max_prefill_tokens

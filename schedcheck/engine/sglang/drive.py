@@ -31,7 +31,14 @@ from schedcheck.engine.run import PlainDriver, Run, Stop
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.sglang.build import Build
 from schedcheck.engine.sglang.pools import PageMismatch, Reader
-from schedcheck.engine.trace import Copy, EngineFailure, EngineStep, EngineTrace, Scheduled
+from schedcheck.engine.trace import (
+    UNKNOWN,
+    Copy,
+    EngineFailure,
+    EngineStep,
+    EngineTrace,
+    Scheduled,
+)
 from schedcheck.engine.traits import Traits
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 
@@ -50,9 +57,12 @@ RUNNER = Runner(
     "prefix_lens[i] .. seq_lens[i]-1, a decode seq_lens[i]-1; KV slots through the "
     "request's req_to_token row, a page per block)",
 )
-TRAITS = Traits(RUNNER, hashes_name_prefixes=True, update_call="process_batch_result()")
+TRAITS = Traits(
+    RUNNER, hashes_name_prefixes=True, update_call="process_batch_result()", drafts_in_budget=False
+)
 """SGLang's: a tree page's place names its whole prefix (the radix tree's path to it), and
-the tree must agree with the pages and the rows (E2, E3)."""
+the tree must agree with the pages and the rows (E2, E3); its token budget
+(`chunked_prefill_size`) counts a decode as one token, whatever it verifies (E4)."""
 
 
 def run_sglang(
@@ -148,7 +158,9 @@ class SglangDriver(PlainDriver):
     def start(self) -> None:
         made = self.run.call(
             "Scheduler()",
-            lambda: self.build.scheduler(self.workload.config, self.overlap, self.model),
+            lambda: self.build.scheduler(
+                self.workload.config, self.overlap, self.model, self.workload.drafts, self.verify
+            ),
         )
         self.scheduler, self.channels = made
         self.reader = Reader(self.scheduler, self.names)
@@ -352,6 +364,53 @@ class SglangDriver(PlainDriver):
         self.after_schedule = read("run_batch()", self.pool)
         return sampled
 
+    def verify(self, batch: Any, bonus: list[int]) -> list[tuple[int, ...]]:
+        """The simulated worker's decode (spec.py): for each request of the batch, the
+        drafts proposed after its tokens through its bonus (the token the worker carried
+        from its last step, which must be the last it holds), padded with UNKNOWN where the
+        proposer has fewer than the chain; one verify forward over the bonus and the
+        drafts, at the positions from `seq_lens` on, its KV written through the request's
+        row; the accepted run: the drafts the model agrees with, then its own token."""
+        read, w = self.run.read, self.workload
+        chain = w.drafts
+        looked = read("run_batch()", lambda: self._look_verify(batch, chain + 1))
+        if len(looked) != len(bonus):
+            raise Stop(
+                EngineFailure(
+                    "E8",
+                    self.run.step,
+                    "run_batch()",
+                    f"the batch verifies {len(looked)} requests, but its draft input "
+                    f"(spec_info) carries {len(bonus)} bonus tokens",
+                )
+            )
+        views, copies, sampled, runs = [], [], [], []
+        for (name, req, start, table), last in zip(looked, bonus, strict=True):
+            known = self.reader.tokens(req, self._in_flight(name))
+            context = (*known[:start], last)
+            drafts = w.propose(context, chain)
+            drafts += (UNKNOWN,) * (chain - len(drafts))
+            views.append(Scheduled(name, start, chain + 1, (*known, *drafts), table, chain))
+            inputs = (last, *drafts)
+            copies.append(
+                Copy(
+                    (*known[:start], *inputs),
+                    drafts[-1],
+                    start,
+                    chain + 1,
+                    table,
+                    start + 1 + chain,
+                )
+            )
+            run = w.verify(context, drafts)
+            sampled.append(run[-1])
+            runs.append(run)
+        self.seen, self.copies, self.sampled = tuple(views), tuple(copies), tuple(sampled)
+        self.is_prefill = False
+        self.flight.append({})  # appended in process_batch_result, in the normal loop
+        self.after_schedule = read("run_batch()", self.pool)
+        return runs
+
     def pool(self) -> Any:
         return self.reader.pool(self.done, self.reqs)
 
@@ -389,6 +448,41 @@ class SglangDriver(PlainDriver):
                 (name, req, start, tuple(ids[at : at + n]), tuple(locs[at : at + n]), pages, row)
             )
             at += n
+        return out
+
+    def _look_verify(self, batch: Any, width: int) -> list[tuple[str, Any, int, tuple[int, ...]]]:
+        """Per request of a verify batch: its name, its Req, the first position verified
+        (`seq_lens`: its committed KV, its bonus token's position) and its page table, the
+        row's slots up to what was allocated for it (`kv_allocated_len`). A verify that
+        would write past those slots stops the run: E3, with the row's positions named."""
+        ends = [int(x) for x in batch.seq_lens.tolist()]
+        rows = [int(x) for x in batch.req_pool_indices.tolist()]
+        page = int(self.scheduler.page_size)
+        table = self.scheduler.req_to_token_pool.req_to_token
+        out = []
+        for i, req in enumerate(batch.reqs):
+            name = self.names[str(req.rid)]
+            self.reqs.setdefault(name, req)
+            allocated = int(req.kv.kv_allocated_len)
+            if ends[i] + width > allocated:
+                raise Stop(
+                    EngineFailure(
+                        "E3",
+                        self.run.step,
+                        "run_batch()",
+                        f"{name} verifies positions {ends[i]}..{ends[i] + width - 1}, but "
+                        f"its row was allocated slots for {allocated} positions only: the "
+                        "verify writes KV into slots it does not hold",
+                    )
+                )
+            row = tuple(int(x) for x in table[rows[i], :allocated].tolist())
+            try:
+                pages = self.reader.pages(row, page)
+            except PageMismatch as e:
+                raise Stop(
+                    EngineFailure("E2", self.run.step, "run_batch()", f"{name}: {e}")
+                ) from None
+            out.append((name, req, ends[i], pages))
         return out
 
     def _stop_e2(

@@ -166,13 +166,16 @@ class Reader:
 
     def tree(self) -> Iterator[tuple[list[int], tuple[int, ...], int]]:
         """Each node of the radix tree holding KV on the device: its slots, the prefix its
-        path names (through its own tokens), its lock count (the tree's Python core)."""
+        path names (through its own tokens), its lock count (the tree's Python core). A
+        node's own tokens are its key's first len(key): with EAGLE the tree is keyed by
+        bigrams (`RadixKey.is_bigram`: a slot's token and the next), and a node's raw
+        tokens end with the boundary token its child's begin with."""
         core = self.scheduler.tree_cache.tree_core
         stack: list[tuple[Any, tuple[int, ...]]] = [(core.root_node, ())]
         while stack:
             node, prefix = stack.pop()
             for child in node.children.values():
-                key = tuple(int(t) for t in child.key.token_ids)
+                key = tuple(int(t) for t in child.key.token_ids[: len(child.key)])
                 stack.append((child, (*prefix, *key)))
                 data = child.component_data[FULL]
                 if data.value is not None:

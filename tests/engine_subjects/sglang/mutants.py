@@ -4,6 +4,7 @@ the check that must catch it (tests/engine/test_sglang.py). Written against SGLa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -106,6 +107,53 @@ def gap_ignored(scheduler: Any) -> None:
     scheduler.priority_scheduling_preemption_threshold = -1
 
 
+def drafts_unverified(scheduler: Any) -> None:
+    """Speculative decoding: a verify's whole width taken as accepted, the positions the
+    model did not agree with among them: tokens no model produced are appended to the
+    output and committed (and would go into the tree with the request's KV): the output
+    is not the model's (E7); where the request verifies again, the worker went on from
+    the run it accepted, so the verify starts behind the tokens the request holds (E1)."""
+    processor = scheduler.batch_result_processor
+    real = type(processor)
+
+    class Whole(real):  # type: ignore[misc,valid-type]
+        # the processor is a frozen dataclass of slots: a copy of it, of a subclass whose
+        # method is replaced, takes its place on this scheduler alone
+        __slots__ = ()
+
+        def _resolve_spec_v2_tokens(self, result: Any, batch: Any) -> Any:
+            width = int(result.speculative_num_draft_tokens)
+            result.accept_lens = result.accept_lens.clone().fill_(width)
+            return real._resolve_spec_v2_tokens(self, result, batch)
+
+    fields = dataclasses.fields(processor)
+    scheduler.batch_result_processor = Whole(**{f.name: getattr(processor, f.name) for f in fields})
+
+
+def rejected_slots_freed(scheduler: Any) -> None:
+    """Speculative decoding: after each result, the slots a running request's row holds
+    past its committed KV (its rejected drafts' and its reserve) are given back to the
+    allocator, but the row keeps naming them (`kv_allocated_len` unchanged): its next
+    verify writes into slots another request may hold."""
+    process = scheduler.process_batch_result
+
+    def freed(batch: Any, result: Any) -> Any:
+        done = process(batch, result)
+        if scheduler.draft_worker is None:
+            return done
+        page = int(scheduler.page_size)
+        rows = scheduler.req_to_token_pool.req_to_token
+        for req in scheduler.running_batch.reqs:
+            kv = req.kv
+            start = -(-int(kv.kv_committed_len) // page) * page
+            if kv.req_pool_idx is not None and start < int(kv.kv_allocated_len):
+                slots = rows[kv.req_pool_idx, start : int(kv.kv_allocated_len)]
+                scheduler.token_to_kv_pool_allocator.free(slots.to(dtype=rows.dtype).clone())
+        return done
+
+    scheduler.process_batch_result = freed
+
+
 def retracted_exempt(scheduler: Any) -> None:
     """Not a mutant: SGLANG-01's fix (PR sgl-project/sglang#37260, open), a retracted
     request requeued without the queue limit meant for new arrivals."""
@@ -140,5 +188,17 @@ MUTANTS = (
     ),
     SglangMutant(
         "gap_ignored", "E22", "preemption for priority without its threshold", gap_ignored
+    ),
+    SglangMutant(
+        "drafts_unverified",
+        "E7",
+        "a verify's whole width accepted, its unverified drafts in the output and the tree",
+        drafts_unverified,
+    ),
+    SglangMutant(
+        "rejected_slots_freed",
+        "E3",
+        "a running request's slots past its committed KV freed, its row still naming them",
+        rejected_slots_freed,
     ),
 )
