@@ -591,6 +591,11 @@ def unsupported(
         pass  # speculative decoding's own mode
     elif workload.drafts and mode and its_modes and mode in features.draft_modes:
         found.append(f"mode {mode!r} with a {workload.drafter} drafter, which this release refuses")
+    elif workload.drafts and mode and its_modes:
+        found.append(
+            f"mode {mode!r} with drafts: this engine's speculative decoding runs in "
+            f"{', '.join(its_modes)} alone"
+        )
     elif mode and mode not in modes:
         found.append(f"mode {mode!r}, which this run does not have (it has {', '.join(modes)})")
     return found

@@ -211,6 +211,11 @@ def test_what_the_test_is_not_written_for_is_refused(sglang: LocalEngine, tmp_pa
     trace = EngineTrace(EngineWorkload(EngineConfig(9, 1, 2, 4, mode="normal"), requests), TRAITS)
     said = SGLANG.render(sglang.setup, trace)
     assert isinstance(said, str) and "during a step" in said
+    drafting = dataclasses.replace(
+        trace, workload=dataclasses.replace(retracting("normal", 1), drafts=2, drafter="hidden")
+    )
+    said = SGLANG.render(sglang.setup, drafting)
+    assert isinstance(said, str) and "speculative decoding" in said
     plain = dataclasses.replace(trace, workload=retracting("normal", 1))
     (tmp_path / "sglang").mkdir()
     old = dataclasses.replace(sglang.setup, root=str(tmp_path))  # a release of another shape

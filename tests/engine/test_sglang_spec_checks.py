@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from schedcheck.engine.checks import active, check_engine
+from schedcheck.engine.command import unsupported
 from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
 from schedcheck.engine.strategies import (
     DRAFTS_ALL,
@@ -178,3 +179,18 @@ def test_sglang_03_with_drafts_a_whole_run_is_sent_past_max_tokens() -> None:
     every = check_engine(trace, active(on=SGLANG.policies_on))
     assert [v.check for v in every] == ["E21", "E7"]
     assert "past the 2 tokens it may produce" in every[1].message
+
+
+def test_a_saved_workload_with_drafts_in_the_overlap_loop_is_no_valid_input() -> None:
+    """SGLang drafts in its normal loop alone on a CPU: a saved workload naming the overlap
+    loop with drafts is refused, the field and value named (exit 2, not a traceback); one
+    naming the normal loop, or none, runs."""
+    w = recorded().workload
+    loops = ("overlap", "normal")
+    assert unsupported(w, SGLANG.features, loops) == []
+    unnamed = replace(w, config=replace(w.config, mode=""))
+    assert unsupported(unnamed, SGLANG.features, loops) == []
+    overlap = replace(w, config=replace(w.config, mode="overlap"))
+    assert unsupported(overlap, SGLANG.features, loops) == [
+        "mode 'overlap' with drafts: this engine's speculative decoding runs in normal alone"
+    ]

@@ -74,12 +74,16 @@ def run_sglang(
     """Drive `workload` through a fresh Scheduler in `loop` ("overlap" or "normal"; the
     workload's own where it names one); `beat(step, call)` before each call."""
     run = Run(workload, TRAITS, beat)
-    return run.play(SglangDriver(build, run, workload.config.mode or loop))
+    # a workload with drafts that names no loop runs in the one SGLang drafts in on a CPU
+    default = "normal" if workload.drafts else loop
+    return run.play(SglangDriver(build, run, workload.config.mode or default))
 
 
 # Through the scheduler's paths before the box (SGLang imports some modules when a path is
 # first taken): a prefix hit, chunked prefill, a stop token, an abort, a retraction (a pool
-# of 9 pages too small for three decodes), in each loop and at page sizes 1 and 2.
+# of 9 pages too small for three decodes), in each loop and at page sizes 1 and 2; then
+# speculative decoding's (EAGLE's allocation, verify and retraction with drafts: spec.py),
+# in the normal loop, where SGLang runs it on a CPU.
 WARM = tuple(
     EngineWorkload(
         EngineConfig(blocks, page, 3, 4),
@@ -91,6 +95,17 @@ WARM = tuple(
         2,
     )
     for page, blocks in ((1, 14), (2, 9))
+) + tuple(
+    EngineWorkload(
+        EngineConfig(18 // page + 1, page, 3, 12, mode="normal", conservativeness=0.3),
+        tuple(EngineRequest(f"w{i}", (1, 2, 1, i), 8) for i in (1, 2, 3)),
+        2,
+        eos_per_16=0,
+        drafts=2,
+        draft_miss_per_8=3,
+        drafter="hidden",
+    )
+    for page in (1, 2)
 )
 
 
@@ -104,10 +119,11 @@ def warm(build: Build, loops: tuple[str, ...], pages: tuple[int, ...] = ()) -> N
                 continue
             failure = run_sglang(build, workload, loop).failure
             if failure is not None:
+                spec = " with speculative decoding" if workload.drafts else ""
                 raise RuntimeError(
-                    f"SGLang {build.version} cannot be driven by schedcheck in its {loop} "
-                    f"loop: a warm-up run failed at step {failure.step}, {failure.call}: "
-                    f"{failure.message}"
+                    f"SGLang {build.version} cannot be driven by schedcheck in its "
+                    f"{workload.config.mode or loop} loop{spec}: a warm-up run failed at "
+                    f"step {failure.step}, {failure.call}: {failure.message}"
                 )
 
 
@@ -128,6 +144,12 @@ class SglangDriver(PlainDriver):
     def __init__(self, build: Build, run: Run, loop: str) -> None:
         if loop not in LOOPS:
             raise ValueError(f"SGLang has no {loop!r} event loop (its loops: {', '.join(LOOPS)})")
+        if run.workload.drafts and loop != "normal":
+            raise ValueError(
+                f"a workload with drafts in SGLang's {loop} loop: on a CPU SGLang runs "
+                "speculative decoding in its normal loop alone (its "
+                "_disable_overlap_schedule_for_cpu), so the workload's mode must be normal"
+            )
         self.build, self.run, self.workload = build, run, run.workload
         self.overlap = loop == "overlap"
         self.names: dict[str, str] = {rid(r.name): r.name for r in self.workload.requests}

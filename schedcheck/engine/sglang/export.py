@@ -537,6 +537,11 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         )
     if any(r.abort and r.abort_in_step for r in w.requests):
         return "an abort landing during a step (SGLang's driver sends aborts between steps)"
+    if w.drafts:
+        return (
+            "speculative decoding (the test would need schedcheck's simulated draft worker, "
+            "sglang/spec.py, which it does not carry)"
+        )
     release = _release(root)
     facts = [
         "",
