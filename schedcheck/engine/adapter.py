@@ -107,6 +107,9 @@ class Features:
     mixed: bool = False  # a prefill chunk beside decodes is a choice (EngineConfig.mixed)
     queue_limit: bool = False  # a limit on the waiting queue (EngineConfig.max_queued)
     streams: bool = False  # clients streamed token by token or not (EngineRequest.stream)
+    # requests sent under cache namespaces of their own (EngineRequest.namespace), in a
+    # share of the workloads
+    namespaces: bool = False
     # decode pressure, in a share of the workloads: pools that hold one request's whole
     # output but not every running one's, long outputs, eos rare, an admission that counts
     # a fraction of what running requests will still decode (schedule_conservativeness

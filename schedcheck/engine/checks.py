@@ -1,4 +1,4 @@
-"""The engine checks, E1-E17, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E23, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
@@ -14,7 +14,10 @@ the running requests with the fewest output tokens and requeues them at the tail
 E16 (policies, speculative decoding) the drafts scheduled are fresh and the draft metrics
 add up; E17 a drafter's lookahead slots lie in the request's blocks; E18 and E19 (a KV
 connector's, transfers.py) a transfer's blocks stay the engine's until it ends, and the
-connector is told what the scheduler did.
+connector is told what the scheduler did; E20 and E21 (policies) a request is refused only
+by a queue limit, before it ran, and an aborted one is sent nothing more; E22 (a policy)
+preemption for priority; E23 (namespaces.py) a request reads cached KV only of its own cache
+namespace.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
 can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
@@ -32,6 +35,7 @@ from itertools import pairwise
 
 from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
+from schedcheck.engine.namespaces import check_e23
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
     UNKNOWN,
@@ -1124,6 +1128,18 @@ ENTRIES: tuple[EngineCheck, ...] = (
         ),
         function=check_e22,
         policy=False,
+    ),
+    EngineCheck(
+        id="E23",
+        title="a request reads cached KV only where a request of its own cache namespace wrote it",
+        symptom="a client's prompt is served from another namespace's cache: the isolation "
+        "it asked for (a salt, an extra key) is broken, though every output is right",
+        likely_bugs=(
+            "the prefix cache keyed by the tokens alone, the namespace left out of the key "
+            "or the hash",
+            "a match that compares the namespace of the first block only",
+        ),
+        function=check_e23,
     ),
 )
 

@@ -114,13 +114,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--features",
         metavar="NAMES",
         help="what the workloads draw, comma-separated: spec (speculative decoding: drafts "
-        "proposed, verified and rolled back; vLLM), connector (a KV connector over a "
+        "proposed, verified and rolled back; vLLM, SGLang), connector (a KV connector over a "
         "simulated external store: loads, saves, failed loads; vLLM), sessions "
         "(streaming-input sessions: continuation chunks under one request; vLLM), hybrid "
         "(hybrid models' KV cache groups; vLLM), policies, priority-preemption, mixed, "
-        "queue-limit, streams, pressure (the server's scheduling arguments, its clients' "
-        "streaming, decode-pressure workloads; SGLang), or none (default: every one the "
-        "engine's adapter drives, each in a share of the workloads)",
+        "queue-limit, streams, pressure, namespaces (the server's scheduling arguments, its "
+        "clients' streaming and cache namespaces, decode-pressure workloads; SGLang), or "
+        "none (default: every one the engine's adapter drives, each in a share of the "
+        "workloads)",
     )
     engine.add_argument(
         "--connector",
@@ -336,13 +337,14 @@ SCHEDULING = (
     ("queue-limit", "queue_limit", "queue limit"),
     ("streams", "streams", "clients streamed token by token"),
     ("pressure", "pressure", "decode-pressure workloads"),
+    ("namespaces", "namespaces", "cache namespaces"),
 )
 FEATURES = ("spec", "connector", "sessions", "hybrid", *(name for name, _, _ in SCHEDULING))
 """What --features names: spec, speculative decoding (Features.drafts); connector, a KV
 connector's transfers (Features.connectors); sessions, streaming-input sessions
 (Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers); and the
 scheduling a server is told and its clients ask (SCHEDULING: Features.policies,
-preempt_gap, mixed, queue_limit, streams, pressure)."""
+preempt_gap, mixed, queue_limit, streams, pressure, namespaces)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -548,6 +550,7 @@ def unsupported(
         "a queue limit": features.queue_limit or not workload.config.max_queued,
         "clients streamed token by token": features.streams
         or not any(r.stream for r in workload.requests),
+        "cache namespaces": features.namespaces or not any(r.namespace for r in workload.requests),
     }
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok

@@ -100,6 +100,7 @@ ABORT_POINTS = (ABORT_WAITING, ABORT_PREEMPTED, ABORT_CHUNKED)
 STREAMED_PREEMPTION = "preemption of a request whose client was streamed output"
 REFUSED = "an arrival refused by the queue limit"
 MIXED_STEP = "a step computing a prefill chunk beside decodes"
+NAMESPACE_APART = "a prompt prefix another namespace computed before, not shared"
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -153,6 +154,7 @@ def labels(
         *((STREAMED_PREEMPTION,) if features.streams else ()),
         *((REFUSED,) if features.queue_limit else ()),
         *((MIXED_STEP,) if features.mixed else ()),
+        *((NAMESPACE_APART,) if features.namespaces else ()),
         *(policy_label(p) for p in features.policies),
     )
     states = bool(set(features.layers) & set(STATE_KINDS))
@@ -336,6 +338,10 @@ def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -
         config = replace(config, max_queued=draw(st.integers(1, 3)))
     if features.streams:
         requests = [replace(r, stream=draw(st.booleans())) for r in requests]
+    if features.namespaces and draw(st.integers(0, 2)) == 2:  # one workload in three
+        # the shared namespace or one of two others: prompts over the workload's shared
+        # stems, so a prefix one namespace computed is often another's
+        requests = [replace(r, namespace=draw(st.sampled_from(["", "a", "b"]))) for r in requests]
     workload = replace(workload, config=config, requests=tuple(requests))
     # (not where max_tokens has ties of its own: caps, a session's turns)
     plain = not (config.max_model_len or any(r.session for r in requests))
@@ -640,6 +646,27 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
     return seen
 
 
+def _apart(trace: EngineTrace, step: EngineStep, ran: set[str], started: set[str]) -> bool:
+    """A request first computed in this step whose prompt begins with a block another
+    namespace's request computed in an earlier step: a prefix it must not share."""
+    w = trace.workload
+    if not any(r.namespace for r in w.requests):
+        return False
+    by_name, bs = {r.name: r for r in w.requests}, w.config.block_size
+    for seq in step.scheduled:
+        r = by_name[seq.name]
+        if seq.name in started or len(r.prompt) <= bs:
+            continue
+        if any(
+            by_name[o].namespace != r.namespace
+            and len(by_name[o].prompt) > bs
+            and by_name[o].prompt[:bs] == r.prompt[:bs]
+            for o in ran
+        ):
+            return True
+    return False
+
+
 def _session_labels(trace: EngineTrace) -> set[str]:
     """What streaming-input sessions met: a later turn, a chunk sent while its turn ran,
     a session preempted and continued after, a preemption while a session waited for its
@@ -854,6 +881,8 @@ def observe(trace: EngineTrace) -> set[str]:
         seen |= _drafts(trace, step)
         if set(step.refused) - ran:  # a refusal of one that ran is E20's, no arrival's
             seen.add(REFUSED)
+        if _apart(trace, step, ran, started):
+            seen.add(NAMESPACE_APART)
         ran |= {seq.name for seq in step.scheduled}
         if step.is_prefill and len({_decodes(s) for s in step.scheduled}) == 2:
             seen.add(MIXED_STEP)

@@ -203,6 +203,8 @@ def _request(r: EngineRequest, jobs: bool = False) -> str:
         words.append("ignore_eos")
     if r.stream:
         words.append("streamed")
+    if r.namespace:
+        words.append(f"namespace {r.namespace}")
     if r.priority:
         words.append(f"priority {r.priority}")
     if r.stop:

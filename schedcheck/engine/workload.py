@@ -147,6 +147,10 @@ class EngineRequest:
     # its client is streamed each token as it comes (SGLang's `stream`); without, an
     # engine may hold the output back until the request ends
     stream: bool = False
+    # the cache namespace it is sent under ("": the shared one): a request may read cached
+    # KV only where a request of its own namespace wrote it (SGLang's `extra_key`, which
+    # namespaces its radix tree; vLLM's `cache_salt` is of the same kind) (E23)
+    namespace: str = ""
 
     @property
     def session(self) -> bool:
@@ -412,6 +416,11 @@ class EngineWorkload:
             found.append(f"policy {c.policy!r} is none of {', '.join(POLICIES)}")
         if c.max_queued < 0:
             found.append(f"max_queued {c.max_queued} is not a count of requests (0: no limit)")
+        found.extend(
+            f"{r.name}'s namespace {r.namespace!r} is not a short name of letters and digits"
+            for r in self.requests
+            if r.namespace and not (len(r.namespace) <= 16 and r.namespace.isalnum())
+        )
         if c.preempt_gap < -1:
             found.append(f"preempt_gap {c.preempt_gap} is below -1 (no preemption for priority)")
         if c.block_size < smallest_block:
@@ -597,6 +606,7 @@ class EngineWorkload:
                 tuple((int(s), tuple(map(int, c))) for s, c in r.get("chunks", ())),
                 int(r.get("close", 0)),
                 bool(r.get("stream", False)),
+                str(r.get("namespace", "")),
             )
             for r in data["requests"]
         )

@@ -82,6 +82,8 @@ class Sglang:
         # EAGLE, a chain of up to 3 drafts a step (spec.py), in the normal loop: SGLang
         # turns the overlap loop off for speculative decoding on a CPU
         # (`_disable_overlap_schedule_for_cpu`)
+        # requests under cache namespaces (`extra_key`)
+        namespaces=True,
         drafts=3,
         draft_modes=("normal",),
         drafters=(("hidden", ()),),

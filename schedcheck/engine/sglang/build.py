@@ -266,6 +266,8 @@ class Build:
             token_ids_logprob=None,
             stream=request.stream,
             priority=request.priority if priorities else None,
+            # its cache namespace: the tree keys its nodes by it (RadixKey.extra_key)
+            extra_key=request.namespace or None,
         )
 
     def send(self, channels: Channels, message: Any) -> None:

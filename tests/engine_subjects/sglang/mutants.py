@@ -107,6 +107,18 @@ def gap_ignored(scheduler: Any) -> None:
     scheduler.priority_scheduling_preemption_threshold = -1
 
 
+def namespace_dropped(scheduler: Any) -> None:
+    """A request's cache namespace (`extra_key`) dropped as it is queued: the radix tree
+    matches it against every namespace's prefixes."""
+    add = scheduler._add_request_to_queue
+
+    def keyless(req: Any, is_retracted: bool = False) -> None:
+        req.extra_key = None
+        add(req, is_retracted=is_retracted)
+
+    scheduler._add_request_to_queue = keyless
+
+
 def drafts_unverified(scheduler: Any) -> None:
     """Speculative decoding: a verify's whole width taken as accepted, the positions the
     model did not agree with among them: tokens no model produced are appended to the
@@ -188,6 +200,12 @@ MUTANTS = (
     ),
     SglangMutant(
         "gap_ignored", "E22", "preemption for priority without its threshold", gap_ignored
+    ),
+    SglangMutant(
+        "namespace_dropped",
+        "E23",
+        "a request's cache namespace dropped: prefixes shared across namespaces",
+        namespace_dropped,
     ),
     SglangMutant(
         "drafts_unverified",

@@ -1,0 +1,52 @@
+"""E23, cache namespaces: a request reads cached KV only where a request of its own
+namespace wrote it (EngineRequest.namespace: SGLang's `extra_key`, which keys its radix
+tree, `RadixKey._check_compatible`; vLLM's `cache_salt` is of the same kind).
+
+The KV another namespace computed for the same tokens is the same numbers, so no output
+changes and E2 stays quiet: what breaks is the isolation a client asked for (a tenant's
+prompt served from another tenant's cache, and the timing that tells it). So E23 follows
+who last wrote each slot (each step's scheduled positions, through their block tables, as
+E2 does) and, for every position a step reads below where its computation starts, asks
+whose it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from schedcheck.engine.kv import span
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.invariants.violation import Violation
+
+__all__ = ["check_e23"]
+
+
+def check_e23(trace: EngineTrace) -> Iterator[Violation]:
+    w = trace.workload
+    space = {r.name: r.namespace for r in w.requests}
+    if not any(space.values()):
+        return
+    bs = w.config.block_size
+    writer: dict[int, tuple[str, int]] = {}  # slot -> (request, step) that last wrote it
+    for step in trace.steps:
+        for seq in step.scheduled:
+            start, _ = span(seq)
+            for q in range(min(start, len(seq.block_table) * bs)):
+                wrote = writer.get(seq.block_table[q // bs] * bs + q % bs)
+                if wrote is None or space[wrote[0]] == space[seq.name]:
+                    continue
+                who, when = wrote
+                yield Violation(
+                    "E23",
+                    step.step,
+                    "schedule()",
+                    f"{seq.name} (namespace {space[seq.name]!r}) starts at position {start} "
+                    f"over KV it did not compute: position {q} is {who}'s, written at step "
+                    f"{when} in namespace {space[who]!r}",
+                    (seq.name, who),
+                )
+                return  # the first crossing tells the story
+        for seq in step.scheduled:
+            start, end = span(seq)
+            for p in range(start, min(end, len(seq.block_table) * bs)):
+                writer[seq.block_table[p // bs] * bs + p % bs] = (seq.name, step.step)
