@@ -110,6 +110,9 @@ class Features:
     # requests sent under cache namespaces of their own (EngineRequest.namespace), in a
     # share of the workloads
     namespaces: bool = False
+    # requests whose clients ask their prompt's logprobs from a position on
+    # (EngineRequest.logprobs_from), in a share of the workloads without drafts
+    prompt_logprobs: bool = False
     # decode pressure, in a share of the workloads: pools that hold one request's whole
     # output but not every running one's, long outputs, eos rare, an admission that counts
     # a fraction of what running requests will still decode (schedule_conservativeness

@@ -1,4 +1,4 @@
-"""The engine checks, E1-E23, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E24, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
@@ -17,7 +17,8 @@ connector's, transfers.py) a transfer's blocks stay the engine's until it ends, 
 connector is told what the scheduler did; E20 and E21 (policies) a request is refused only
 by a queue limit, before it ran, and an aborted one is sent nothing more; E22 (a policy)
 preemption for priority; E23 (namespaces.py) a request reads cached KV only of its own cache
-namespace.
+namespace; E24 (logprobs.py) a request asking prompt logprobs computes its prompt from where
+it asks them.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
 can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
@@ -35,6 +36,7 @@ from itertools import pairwise
 
 from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
+from schedcheck.engine.logprobs import check_e24
 from schedcheck.engine.namespaces import check_e23
 from schedcheck.engine.runner import Runner
 from schedcheck.engine.trace import (
@@ -1140,6 +1142,18 @@ ENTRIES: tuple[EngineCheck, ...] = (
             "a match that compares the namespace of the first block only",
         ),
         function=check_e23,
+    ),
+    EngineCheck(
+        id="E24",
+        title="a request asking its prompt's logprobs from a position computes the prompt "
+        "from there in its first prefill",
+        symptom="a client's prompt logprobs come back short or made up: the positions the "
+        "prefix cache supplied have no logits",
+        likely_bugs=(
+            "the prefix match not capped at the logprob start (logprob_start_len)",
+            "the cap applied to the first chunk only, or before the tree's page alignment",
+        ),
+        function=check_e24,
     ),
 )
 

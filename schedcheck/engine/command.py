@@ -118,8 +118,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "simulated external store: loads, saves, failed loads; vLLM), sessions "
         "(streaming-input sessions: continuation chunks under one request; vLLM), hybrid "
         "(hybrid models' KV cache groups; vLLM), policies, priority-preemption, mixed, "
-        "queue-limit, streams, pressure, namespaces (the server's scheduling arguments, its "
-        "clients' streaming and cache namespaces, decode-pressure workloads; SGLang), or "
+        "queue-limit, streams, pressure, namespaces, logprobs (the server's scheduling "
+        "arguments, its clients' streaming, cache namespaces and prompt logprobs, "
+        "decode-pressure workloads; SGLang), or "
         "none (default: every one the engine's adapter drives, each in a share of the "
         "workloads)",
     )
@@ -338,13 +339,14 @@ SCHEDULING = (
     ("streams", "streams", "clients streamed token by token"),
     ("pressure", "pressure", "decode-pressure workloads"),
     ("namespaces", "namespaces", "cache namespaces"),
+    ("logprobs", "prompt_logprobs", "prompt logprobs"),
 )
 FEATURES = ("spec", "connector", "sessions", "hybrid", *(name for name, _, _ in SCHEDULING))
 """What --features names: spec, speculative decoding (Features.drafts); connector, a KV
 connector's transfers (Features.connectors); sessions, streaming-input sessions
 (Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers); and the
 scheduling a server is told and its clients ask (SCHEDULING: Features.policies,
-preempt_gap, mixed, queue_limit, streams, pressure, namespaces)."""
+preempt_gap, mixed, queue_limit, streams, pressure, namespaces, prompt_logprobs)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -551,6 +553,8 @@ def unsupported(
         "clients streamed token by token": features.streams
         or not any(r.stream for r in workload.requests),
         "cache namespaces": features.namespaces or not any(r.namespace for r in workload.requests),
+        "prompt logprobs": features.prompt_logprobs
+        or not any(r.logprobs_from >= 0 for r in workload.requests),
     }
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok

@@ -101,6 +101,7 @@ STREAMED_PREEMPTION = "preemption of a request whose client was streamed output"
 REFUSED = "an arrival refused by the queue limit"
 MIXED_STEP = "a step computing a prefill chunk beside decodes"
 NAMESPACE_APART = "a prompt prefix another namespace computed before, not shared"
+LOGPROBS_CAP = "a prefix-cache hit cut at the position prompt logprobs are asked from"
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -155,6 +156,7 @@ def labels(
         *((REFUSED,) if features.queue_limit else ()),
         *((MIXED_STEP,) if features.mixed else ()),
         *((NAMESPACE_APART,) if features.namespaces else ()),
+        *((LOGPROBS_CAP,) if features.prompt_logprobs else ()),
         *(policy_label(p) for p in features.policies),
     )
     states = bool(set(features.layers) & set(STATE_KINDS))
@@ -342,6 +344,15 @@ def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -
         # the shared namespace or one of two others: prompts over the workload's shared
         # stems, so a prefix one namespace computed is often another's
         requests = [replace(r, namespace=draw(st.sampled_from(["", "a", "b"]))) for r in requests]
+    if features.prompt_logprobs and not workload.drafts and draw(st.integers(0, 3)) == 3:
+        # one workload in four (none that drafts): a request in two asks its prompt's
+        # logprobs from a position of it, often below a prefix another request computed
+        requests = [
+            replace(r, logprobs_from=draw(st.integers(0, len(r.prompt))))
+            if draw(st.booleans())
+            else r
+            for r in requests
+        ]
     workload = replace(workload, config=config, requests=tuple(requests))
     # (not where max_tokens has ties of its own: caps, a session's turns)
     plain = not (config.max_model_len or any(r.session for r in requests))
@@ -363,7 +374,8 @@ def _pressure(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> 
     most, config, drawn = features.max_tokens, workload.config, list(workload.requests)
     if len(drawn) == 1:  # a second request, for the first to be retracted beside
         prompt = draw(st.lists(st.integers(1, workload.vocab), min_size=1, max_size=6))
-        drawn.append(replace(drawn[0], name="r2", prompt=tuple(prompt), abort=0))
+        # (its own prompt: prompt logprobs asked of the first's positions are not its)
+        drawn.append(replace(drawn[0], name="r2", prompt=tuple(prompt), abort=0, logprobs_from=-1))
     gaps = draw(st.lists(st.integers(1, 2), min_size=len(drawn), max_size=5))
     requests, arrival = [], 1 - gaps[0]
     for i, (r, gap) in enumerate(zip(drawn, gaps, strict=False)):
@@ -667,6 +679,21 @@ def _apart(trace: EngineTrace, step: EngineStep, ran: set[str], started: set[str
     return False
 
 
+def _capped(trace: EngineTrace, previous: Pool, step: EngineStep, started: set[str]) -> bool:
+    """A request first computed in this step that asks its prompt's logprobs from a
+    position below the longest prefix of its prompt the cache held before the step."""
+    by_name = {r.name: r for r in trace.workload.requests}
+    for seq in step.scheduled:
+        r = by_name[seq.name]
+        if seq.name in started or r.logprobs_from < 0:
+            continue
+        held = [previous.blocks[b].token_ids for _, b in previous.cache_index]
+        longest = max((len(p) for p in held if r.prompt[: len(p)] == p), default=0)
+        if r.logprobs_from < min(longest, len(r.prompt) - 1):
+            return True
+    return False
+
+
 def _session_labels(trace: EngineTrace) -> set[str]:
     """What streaming-input sessions met: a later turn, a chunk sent while its turn ran,
     a session preempted and continued after, a preemption while a session waited for its
@@ -883,6 +910,8 @@ def observe(trace: EngineTrace) -> set[str]:
             seen.add(REFUSED)
         if _apart(trace, step, ran, started):
             seen.add(NAMESPACE_APART)
+        if previous is not None and _capped(trace, previous, step, started):
+            seen.add(LOGPROBS_CAP)
         ran |= {seq.name for seq in step.scheduled}
         if step.is_prefill and len({_decodes(s) for s in step.scheduled}) == 2:
             seen.add(MIXED_STEP)

@@ -205,6 +205,8 @@ def _request(r: EngineRequest, jobs: bool = False) -> str:
         words.append("streamed")
     if r.namespace:
         words.append(f"namespace {r.namespace}")
+    if r.logprobs_from >= 0:
+        words.append(f"prompt logprobs from {r.logprobs_from}")
     if r.priority:
         words.append(f"priority {r.priority}")
     if r.stop:

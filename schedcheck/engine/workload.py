@@ -151,6 +151,10 @@ class EngineRequest:
     # KV only where a request of its own namespace wrote it (SGLang's `extra_key`, which
     # namespaces its radix tree; vLLM's `cache_salt` is of the same kind) (E23)
     namespace: str = ""
+    # the client asks the logprobs of its prompt from this position on (-1: none): the
+    # engine computes every prompt position from there, whatever its cache holds (SGLang's
+    # `return_logprob` with `logprob_start_len`, which caps a prefix hit there) (E24)
+    logprobs_from: int = -1
 
     @property
     def session(self) -> bool:
@@ -417,6 +421,12 @@ class EngineWorkload:
         if c.max_queued < 0:
             found.append(f"max_queued {c.max_queued} is not a count of requests (0: no limit)")
         found.extend(
+            f"{r.name}'s logprobs_from {r.logprobs_from} is not a position of its prompt of "
+            f"{len(r.prompt)} tokens (-1: none)"
+            for r in self.requests
+            if not -1 <= r.logprobs_from <= len(r.prompt)
+        )
+        found.extend(
             f"{r.name}'s namespace {r.namespace!r} is not a short name of letters and digits"
             for r in self.requests
             if r.namespace and not (len(r.namespace) <= 16 and r.namespace.isalnum())
@@ -607,6 +617,7 @@ class EngineWorkload:
                 int(r.get("close", 0)),
                 bool(r.get("stream", False)),
                 str(r.get("namespace", "")),
+                int(r.get("logprobs_from", -1)),
             )
             for r in data["requests"]
         )

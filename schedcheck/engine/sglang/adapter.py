@@ -84,6 +84,8 @@ class Sglang:
         # (`_disable_overlap_schedule_for_cpu`)
         # requests under cache namespaces (`extra_key`)
         namespaces=True,
+        # clients that ask their prompt's logprobs (`return_logprob`, `logprob_start_len`)
+        prompt_logprobs=True,
         drafts=3,
         draft_modes=("normal",),
         drafters=(("hidden", ()),),

@@ -260,8 +260,9 @@ class Build:
             token_type_ids=None,
             mm_inputs=None,
             sampling_params=params,
-            return_logprob=False,
-            logprob_start_len=-1,
+            # its prompt's logprobs from a position on, where its client asks them
+            return_logprob=request.logprobs_from >= 0,
+            logprob_start_len=request.logprobs_from,
             top_logprobs_num=0,
             token_ids_logprob=None,
             stream=request.stream,
@@ -359,7 +360,28 @@ class _Worker:
         assert self.build.model is not None
         tokens = self.build.torch.tensor(self.build.model(batch), dtype=self.build.torch.int64)
         return GenerationBatchResult(
-            logits_output=None, next_token_ids=tokens, can_run_cuda_graph=False
+            logits_output=self.logprobs(batch) if batch.return_logprob else None,
+            next_token_ids=tokens,
+            can_run_cuda_graph=False,
+        )
+
+    def logprobs(self, batch: Any) -> Any:
+        """What the logits processor returns where the batch asks logprobs: one for each
+        request's next token, and for an extend one for each input position from its
+        logprob start (`extend_logprob_start_lens`, as SGLang counts them: the extend less
+        its start). The values are the simulated model's: 0, its token is certain."""
+        from sglang.srt.layers.logits_processor import LogitsProcessorOutput
+
+        torch, bs = self.build.torch, len(batch.reqs)
+        inputs = None
+        if batch.forward_mode.is_extend():
+            starts = batch.extend_logprob_start_lens
+            count = sum(n - s for n, s in zip(batch.extend_lens, starts, strict=True))
+            inputs = torch.zeros(count, dtype=torch.float32)
+        return LogitsProcessorOutput(
+            next_token_logits=None,
+            next_token_logprobs=torch.zeros(bs, dtype=torch.float32),
+            input_token_logprobs=inputs,
         )
 
 

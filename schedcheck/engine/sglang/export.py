@@ -538,6 +538,11 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         )
     if any(r.abort and r.abort_in_step for r in w.requests):
         return "an abort landing during a step (SGLang's driver sends aborts between steps)"
+    if any(r.logprobs_from >= 0 for r in w.requests):
+        return (
+            "prompt logprobs (the test's simulated model returns no logits processor "
+            "output, which SGLang reads for them)"
+        )
     if w.drafts:
         return (
             "speculative decoding (the test would need schedcheck's simulated draft worker, "

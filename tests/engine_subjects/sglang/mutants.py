@@ -119,6 +119,19 @@ def namespace_dropped(scheduler: Any) -> None:
     scheduler._add_request_to_queue = keyless
 
 
+def logprob_cap_ignored(scheduler: Any) -> None:
+    """A request's prefix match not capped at its logprob start: the tree may supply
+    positions whose prompt logprobs its client asked (the cap of
+    `Req._compute_max_prefix_len`, left out for each request queued)."""
+    add = scheduler._add_request_to_queue
+
+    def uncapped(req: Any, is_retracted: bool = False) -> None:
+        req._compute_max_prefix_len = lambda input_len: max(input_len - 1, 0)
+        add(req, is_retracted=is_retracted)
+
+    scheduler._add_request_to_queue = uncapped
+
+
 def drafts_unverified(scheduler: Any) -> None:
     """Speculative decoding: a verify's whole width taken as accepted, the positions the
     model did not agree with among them: tokens no model produced are appended to the
@@ -206,6 +219,12 @@ MUTANTS = (
         "E23",
         "a request's cache namespace dropped: prefixes shared across namespaces",
         namespace_dropped,
+    ),
+    SglangMutant(
+        "logprob_cap_ignored",
+        "E24",
+        "a prefix hit past the position prompt logprobs are asked from",
+        logprob_cap_ignored,
     ),
     SglangMutant(
         "drafts_unverified",
