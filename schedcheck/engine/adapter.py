@@ -166,6 +166,8 @@ class EngineSetup:
     sessions: bool = False  # it has streaming-input sessions (Features.sessions, narrowed)
     layers: tuple[str, ...] = ()  # the kinds of layer its hybrid models have (Features.layers)
     state_budget: bool = False  # Features.state_budget: its state layers ask a block of budget
+    # the scheduling policies of its adapter's (Features.policies) this release has not
+    lacks_policies: tuple[str, ...] = ()
 
     def features(self, features: Features) -> Features:
         """Its adapter's features, narrowed to what this setup runs with."""
@@ -190,6 +192,7 @@ class EngineSetup:
             sessions=features.sessions if self.sessions else 0,
             layers=tuple(k for k in features.layers if k in self.layers),
             state_budget=self.state_budget,
+            policies=tuple(p for p in features.policies if p not in self.lacks_policies),
         )
         lacked: dict[str, Any] = dict.fromkeys(self.lacks, False)
         return replace(features, **lacked)
@@ -216,6 +219,7 @@ class EngineSetup:
             "sessions": self.sessions,
             "layers": list(self.layers),
             "state_budget": self.state_budget,
+            "lacks_policies": list(self.lacks_policies),
         }
 
     @classmethod
@@ -241,6 +245,7 @@ class EngineSetup:
             bool(data.get("sessions", False)),
             tuple(map(str, data.get("layers", ()))),
             bool(data.get("state_budget", False)),
+            tuple(map(str, data.get("lacks_policies", ()))),
         )
 
     @property

@@ -50,6 +50,10 @@ POLICIES = {
     "dfs-weight": "depth-first over the prefix tree, the heaviest subtree first (SGLang's "
     "dfs-weight)",
     "lof": "the longest output asked for first (SGLang's lof)",
+    "hrrn": "the highest response ratio next: the tokens prefilled since a request arrived "
+    "over those it has left to prefill (SGLang's hrrn)",
+    "shortest-prefill-first": "the fewest tokens left to prefill first, what the cache "
+    "holds counted as done (SGLang's shortest-prefill-first)",
 }
 """The scheduling policies a workload may ask for (EngineConfig.policy): the order in which
 waiting requests are admitted. An engine's features say which it has."""

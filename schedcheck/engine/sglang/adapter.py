@@ -16,7 +16,7 @@ from schedcheck.engine.adapter import EngineSetup, Features
 from schedcheck.engine.export import Rendered
 from schedcheck.engine.run import bound
 from schedcheck.engine.sglang.build import Build
-from schedcheck.engine.sglang.config import sglang_setup
+from schedcheck.engine.sglang.config import ADAPTER_POLICIES, sglang_setup
 from schedcheck.engine.sglang.drive import RUNNER, TRAITS, run_sglang, warm
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.traits import Traits
@@ -73,7 +73,7 @@ class Sglang:
         # its preemption threshold, `--enable-mixed-chunk`, `--max-queued-requests`) and
         # its clients' `stream`; workloads shaped for its retraction
         priorities=True,
-        policies=("lpm", "dfs-weight", "lof"),
+        policies=ADAPTER_POLICIES,
         preempt_gap=True,
         mixed=True,
         queue_limit=True,

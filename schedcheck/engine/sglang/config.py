@@ -14,7 +14,11 @@ from schedcheck.engine.adapter import EngineSetup, SetupError
 from schedcheck.engine.sglang.drive import LOOPS, RUNNER
 from schedcheck.engine.strategies import IN_FLIGHT_ABORT, SKIPPED
 
-__all__ = ["overlaps_by_default", "pages_on_a_cpu", "sglang_setup"]
+__all__ = ["overlaps_by_default", "pages_on_a_cpu", "policies_of", "sglang_setup"]
+
+# the policies beside fcfs and priority its adapter draws (adapter.Sglang.features), which
+# a release may lack
+ADAPTER_POLICIES = ("lpm", "dfs-weight", "lof", "hrrn", "shortest-prefill-first")
 
 EXTRA = (
     "python -m pip install 'schedcheck[sglang]', or .ci/install-sglang on a machine without "
@@ -50,6 +54,15 @@ def pages_on_a_cpu(folder: Path) -> bool:
     before, it calls its triton kernels whatever the device, and only pages of 1 run here."""
     paged = folder / "srt" / "mem_cache" / "allocator" / "paged.py"
     return "use_triton_kernels" in (paged.read_text() if paged.is_file() else "")
+
+
+def policies_of(folder: Path) -> tuple[str, ...]:
+    """The scheduling policies the release names (`CacheAwarePolicy`, `CacheAgnosticPolicy`:
+    `NAME = "value"` in srt/managers/schedule_policy.py), read off its file: hrrn and
+    shortest-prefill-first are 0.5.2x's."""
+    path = folder / "srt" / "managers" / "schedule_policy.py"
+    text = path.read_text() if path.is_file() else ""
+    return tuple(re.findall(r'^\s+[A-Z_]+ = "([a-z-]+)"', text, re.MULTILINE))
 
 
 def sglang_setup(path: str | None, args: argparse.Namespace | None = None) -> EngineSetup:
@@ -101,4 +114,5 @@ def sglang_setup(path: str | None, args: argparse.Namespace | None = None) -> En
         reaches=(SKIPPED, *((IN_FLIGHT_ABORT,) if "overlap" in loops else ())),
         config={"overlap_default": overlap},
         block_sizes=() if paged else (1,),
+        lacks_policies=tuple(p for p in ADAPTER_POLICIES if p not in policies_of(root / "sglang")),
     )
