@@ -113,6 +113,9 @@ class Features:
     # requests whose clients ask their prompt's logprobs from a position on
     # (EngineRequest.logprobs_from), in a share of the workloads without drafts
     prompt_logprobs: bool = False
+    # aborts aimed between two chunks of a prefill, in a share of the workloads (an engine
+    # that parks a chunked request between steps: SGLang's chunked_req)
+    chunk_aborts: bool = False
     # decode pressure, in a share of the workloads: pools that hold one request's whole
     # output but not every running one's, long outputs, eos rare, an admission that counts
     # a fraction of what running requests will still decode (schedule_conservativeness

@@ -344,11 +344,23 @@ def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -
         # the shared namespace or one of two others: prompts over the workload's shared
         # stems, so a prefix one namespace computed is often another's
         requests = [replace(r, namespace=draw(st.sampled_from(["", "a", "b"]))) for r in requests]
-    if features.prompt_logprobs and not workload.drafts and draw(st.integers(0, 3)) == 3:
-        # one workload in four (none that drafts): a request in two asks its prompt's
-        # logprobs from a position of it, often below a prefix another request computed
+    if features.chunk_aborts and features.aborts and draw(st.integers(0, 3)) == 3:
+        # the longest prompt over the budget, if none aborts it, aborted a step after it
+        # arrives: after its first chunk where it is admitted at once
+        long = [
+            i
+            for i, r in enumerate(requests)
+            if len(r.prompt) > config.max_num_batched_tokens and not r.abort
+        ]
+        if long:
+            i = max(long, key=lambda k: len(requests[k].prompt))
+            requests[i] = replace(requests[i], abort=requests[i].arrival + 1)
+    if features.prompt_logprobs and not workload.drafts and draw(st.integers(0, 2)) == 2:
+        # one workload in three (none that drafts): a request in two asks its prompt's
+        # logprobs from a position of it below its last (the most a prefix hit covers),
+        # often below a prefix another request computed
         requests = [
-            replace(r, logprobs_from=draw(st.integers(0, len(r.prompt))))
+            replace(r, logprobs_from=draw(st.integers(0, max(0, len(r.prompt) - 2))))
             if draw(st.booleans())
             else r
             for r in requests
@@ -384,8 +396,8 @@ def _pressure(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> 
         abort = r.abort + moved if r.abort else 0
         if i < 2:  # the two that press: the first runs on, the second (the likelier
             # victim) is aborted late or not at all, as may land once it was retracted
-            late = i == 1 and draw(st.integers(0, 2)) == 2
-            abort = arrival + draw(st.integers(10, 20)) if late else 0
+            late = i == 1 and features.aborts and draw(st.booleans())  # one in two
+            abort = arrival + draw(st.integers(6, 20)) if late else 0
         requests.append(
             replace(
                 r,

@@ -86,6 +86,8 @@ class Sglang:
         namespaces=True,
         # clients that ask their prompt's logprobs (`return_logprob`, `logprob_start_len`)
         prompt_logprobs=True,
+        # aborts aimed at a request parked between two chunks of its prefill
+        chunk_aborts=True,
         drafts=3,
         draft_modes=("normal",),
         drafters=(("hidden", ()),),
