@@ -38,6 +38,7 @@ from schedcheck.engine.strategies import (
 from schedcheck.engine.trace import UNKNOWN, Block, EngineStep, EngineTrace
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
+from tests.engine.recorded_runs import at
 
 TRACE = Path(__file__).resolve().parent.parent / "engine_subjects" / "sglang" / "spec_trace.json"
 CHECKS = active(on=SGLANG.policies_on)
@@ -51,16 +52,14 @@ def fired(trace: EngineTrace, check: str) -> list[Violation]:
     return [v for v in check_engine(trace, [*CHECKS, "E15"]) if v.check == check]
 
 
-def changed(trace: EngineTrace, at: int, name: str, **fields: object) -> EngineTrace:
-    """The trace with `name`'s view at step `at` changed."""
+def changed(trace: EngineTrace, step: int, name: str, **fields: object) -> EngineTrace:
+    """The trace with `name`'s view at step `step` changed."""
 
-    def one(step: EngineStep) -> EngineStep:
-        if step.step != at:
-            return step
-        views = tuple(s._replace(**fields) if s.name == name else s for s in step.scheduled)
-        return replace(step, scheduled=views)
+    def view(s: EngineStep) -> EngineStep:
+        views = tuple(v._replace(**fields) if v.name == name else v for v in s.scheduled)
+        return replace(s, scheduled=views)
 
-    return replace(trace, steps=tuple(one(s) for s in trace.steps))
+    return at(trace, step, view)
 
 
 def test_the_recorded_run_is_what_the_docstring_says_and_every_check_holds() -> None:

@@ -460,12 +460,7 @@ class SglangDriver(PlainDriver):
             start = int(batch.prefix_lens[i]) if extend else ends[i] - 1
             n = ends[i] - start
             row = tuple(int(x) for x in table[rows[i], : ends[i]].tolist())
-            try:
-                pages = self.reader.pages(row, page)
-            except PageMismatch as e:
-                raise Stop(
-                    EngineFailure("E2", self.run.step, "run_batch()", f"{name}: {e}")
-                ) from None
+            pages = self._pages(name, row, page)
             out.append(
                 (name, req, start, tuple(ids[at : at + n]), tuple(locs[at : at + n]), pages, row)
             )
@@ -498,14 +493,16 @@ class SglangDriver(PlainDriver):
                     )
                 )
             row = tuple(int(x) for x in table[rows[i], :allocated].tolist())
-            try:
-                pages = self.reader.pages(row, page)
-            except PageMismatch as e:
-                raise Stop(
-                    EngineFailure("E2", self.run.step, "run_batch()", f"{name}: {e}")
-                ) from None
-            out.append((name, req, ends[i], pages))
+            out.append((name, req, ends[i], self._pages(name, row, page)))
         return out
+
+    def _pages(self, name: str, row: tuple[int, ...], page: int) -> tuple[int, ...]:
+        """The pages `name`'s row lies in; a row whose slots do not follow its pages stops
+        the run (E2)."""
+        try:
+            return self.reader.pages(row, page)
+        except PageMismatch as e:
+            raise Stop(EngineFailure("E2", self.run.step, "run_batch()", f"{name}: {e}")) from None
 
     def _stop_e2(
         self, name: str, start: int, written: tuple[int, ...], row: tuple[int, ...]
