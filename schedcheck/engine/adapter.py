@@ -104,6 +104,9 @@ class Features:
     # under the priority policy, preemption of running requests for a waiting one of a
     # better priority (EngineConfig.preempt_gap)
     preempt_gap: bool = False
+    # under the priority policy, retraction by priority as a choice
+    # (EngineConfig.retract_by_priority)
+    retract_by_priority: bool = False
     mixed: bool = False  # a prefill chunk beside decodes is a choice (EngineConfig.mixed)
     queue_limit: bool = False  # a limit on the waiting queue (EngineConfig.max_queued)
     streams: bool = False  # clients streamed token by token or not (EngineRequest.stream)

@@ -656,8 +656,14 @@ def check_e14(trace: EngineTrace) -> Iterator[Violation]:
     there what SGLang holds, not the tokens in flight). Only a step that runs no prefill
     retracts (`update_running_batch` runs where `get_new_batch_prefill` formed no batch): a
     prefill step's victims, and a step's that a preemption for priority explains, were
-    preempted for priority (E22)."""
+    preempted for priority (E22). Retraction by priority (EngineConfig.retract_by_priority:
+    `--retraction-policy priority`) takes the worst priority first, then as above."""
     prompts = {r.name: len(r.prompt) for r in trace.workload.requests}
+    ranks = (
+        {r.name: r.priority for r in trace.workload.requests}
+        if trace.workload.config.retract_by_priority
+        else {}
+    )
     prefills = {s.step for s in trace.steps if s.is_prefill}
     refused = {s.step: set(s.refused) for s in trace.steps}
     for step, before, running, victims, now in _preemptions(trace):
@@ -667,7 +673,7 @@ def check_e14(trace: EngineTrace) -> Iterator[Violation]:
             continue  # preempted for priority (E22), not retracted
         # a victim refused on its way back to the queue is E20's to judge, not in the queue
         waiting = (*now.waiting, *(v for v in victims if v in refused[step]))
-        problem = _retraction_problem(before, running, victims, waiting, prompts)
+        problem = _retraction_problem(before, running, victims, waiting, prompts, ranks)
         if problem is not None:
             yield Violation("E14", step, "schedule()", problem, tuple(victims))
             return  # the first wrong retraction tells the story
@@ -679,19 +685,28 @@ def _retraction_problem(
     victims: list[str],
     waiting: tuple[str, ...],
     prompts: dict[str, int],
+    ranks: dict[str, int],
 ) -> str | None:
+    """`ranks`: each request's priority where retraction goes by priority (lower values
+    first, so the largest retracted first), else empty."""
     if not victims:
         return None
 
-    def key(name: str) -> tuple[int, int]:
-        return len(before.tokens.get(name, ())) - prompts[name], -prompts[name]
+    def key(name: str) -> tuple[int, int, int]:
+        output = len(before.tokens.get(name, ())) - prompts[name]
+        return -ranks.get(name, 0), output, -prompts[name]
 
     kept = [n for n in running if n not in victims]
     if kept and max(map(key, victims)) > min(map(key, kept)):
-        shown = ", ".join(f"{n} {key(n)[0]} output, prompt {-key(n)[1]}" for n in running)
+        shown = ", ".join(
+            (f"{n} priority {ranks[n]}, " if ranks else f"{n} ")
+            + f"{key(n)[1]} output, prompt {-key(n)[2]}"
+            for n in running
+        )
+        first = "the worst priority, then " if ranks else ""
         return (
-            f"retracted {', '.join(victims)}, but the running requests with the fewest output "
-            f"tokens (ties: the longest prompt) go first: {shown}"
+            f"retracted {', '.join(victims)}, but the running requests of {first}the fewest "
+            f"output tokens (ties: the longest prompt) go first: {shown}"
         )
     if set(waiting[len(waiting) - len(victims) :]) != set(victims):
         return (

@@ -117,7 +117,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "proposed, verified and rolled back; vLLM, SGLang), connector (a KV connector over a "
         "simulated external store: loads, saves, failed loads; vLLM), sessions "
         "(streaming-input sessions: continuation chunks under one request; vLLM), hybrid "
-        "(hybrid models' KV cache groups; vLLM), policies, priority-preemption, mixed, "
+        "(hybrid models' KV cache groups; vLLM), policies, priority-preemption, "
+        "priority-retraction, mixed, "
         "queue-limit, streams, pressure, namespaces, logprobs (the server's scheduling "
         "arguments, its clients' streaming, cache namespaces and prompt logprobs, "
         "decode-pressure workloads; SGLang), or "
@@ -334,6 +335,7 @@ def engine_command(args: argparse.Namespace) -> int:
 SCHEDULING = (
     ("policies", "policies", "scheduling policies beside fcfs and priority"),
     ("priority-preemption", "preempt_gap", "preemption for priority"),
+    ("priority-retraction", "retract_by_priority", "retraction by priority"),
     ("mixed", "mixed", "mixed chunks as a choice"),
     ("queue-limit", "queue_limit", "queue limit"),
     ("streams", "streams", "clients streamed token by token"),
@@ -346,7 +348,8 @@ FEATURES = ("spec", "connector", "sessions", "hybrid", *(name for name, _, _ in 
 connector's transfers (Features.connectors); sessions, streaming-input sessions
 (Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers); and the
 scheduling a server is told and its clients ask (SCHEDULING: Features.policies,
-preempt_gap, mixed, queue_limit, streams, pressure, namespaces, prompt_logprobs)."""
+preempt_gap, retract_by_priority, mixed, queue_limit, streams, pressure, namespaces,
+prompt_logprobs)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -548,6 +551,8 @@ def unsupported(
         f"the {workload.config.policy} policy": workload.config.policy in ("fcfs", "priority")
         or workload.config.policy in features.policies,
         "preemption for priority": features.preempt_gap or workload.config.preempt_gap < 0,
+        "retraction by priority": features.retract_by_priority
+        or not workload.config.retract_by_priority,
         "mixed steps as a choice": features.mixed or not workload.config.mixed,
         "a queue limit": features.queue_limit or not workload.config.max_queued,
         "clients streamed token by token": features.streams

@@ -49,6 +49,7 @@ ABORTED = "abort (finish_requests) of an unfinished request"
 STOPPED = "finish by a stop token"
 CAPPED = "finish by max_model_len"
 PRIORITY = "preemption under the priority policy"
+RETRACTED_BY_PRIORITY = "preemption where retraction goes by priority"
 RESET = "prefix cache cleared with requests running"
 SKIPPED = "a running request left out of a step"
 IN_FLIGHT_PREEMPTION = "preemption of a request with a step in flight"
@@ -156,6 +157,7 @@ def labels(
         *((REFUSED,) if features.queue_limit else ()),
         *((MIXED_STEP,) if features.mixed else ()),
         *((NAMESPACE_APART,) if features.namespaces else ()),
+        *((RETRACTED_BY_PRIORITY,) if features.retract_by_priority else ()),
         *((LOGPROBS_CAP,) if features.prompt_logprobs else ()),
         *(policy_label(p) for p in features.policies),
     )
@@ -334,6 +336,8 @@ def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -
         config = replace(config, policy=draw(st.sampled_from(features.policies)))
     if features.preempt_gap and config.policy == "priority":
         config = replace(config, preempt_gap=draw(st.sampled_from([-1, 0, 1])))
+    if features.retract_by_priority and config.policy == "priority":
+        config = replace(config, retract_by_priority=draw(st.booleans()))
     if features.mixed and draw(st.integers(0, 2)) == 2:
         config = replace(config, mixed=True)
     if features.queue_limit and draw(st.integers(0, 3)) == 3:
@@ -952,6 +956,8 @@ def observe(trace: EngineTrace) -> set[str]:
                         seen.add(DRAFTS_PREEMPTED)
                     if trace.workload.config.policy == "priority":
                         seen.add(PRIORITY)
+                    if trace.workload.config.retract_by_priority:
+                        seen.add(RETRACTED_BY_PRIORITY)
                     started.discard(name)
             previous = after
         drafting = {seq.name for seq in step.scheduled if seq.drafts}

@@ -123,7 +123,8 @@ def workload_lines(w: EngineWorkload) -> list[str]:
         + (f" schedule_conservativeness={c.conservativeness:g}" if c.conservativeness != 1 else "")
         + (f" max_queued={c.max_queued}" if c.max_queued else "")
         + (" mixed" if c.mixed else "")
-        + (f" preempt_gap={c.preempt_gap}" if c.preempt_gap >= 0 else ""),
+        + (f" preempt_gap={c.preempt_gap}" if c.preempt_gap >= 0 else "")
+        + (" retraction=priority" if c.retract_by_priority else ""),
         "  requests:",
         *(f"    {_request(r, w.connector == 'offloading')}" for r in w.requests),
         *(

@@ -89,6 +89,9 @@ class EngineConfig:
     # is worse than its own by more than this (SGLang's
     # priority_scheduling_preemption_threshold); -1: no preemption for priority
     preempt_gap: int = -1
+    # under the priority policy, retraction takes the worst priority first, then as ever
+    # (SGLang's --retraction-policy priority; its default, length, reads no priority) (E14)
+    retract_by_priority: bool = False
 
 
 @dataclass(frozen=True)
@@ -437,6 +440,11 @@ class EngineWorkload:
         )
         if c.preempt_gap < -1:
             found.append(f"preempt_gap {c.preempt_gap} is below -1 (no preemption for priority)")
+        if c.retract_by_priority and c.policy != "priority":
+            found.append(
+                f"retract_by_priority under policy {c.policy!r}: retraction reads priorities "
+                "under the priority policy alone"
+            )
         if c.block_size < smallest_block:
             found.append(
                 f"kvcache_block_size {c.block_size} is below {smallest_block}, which this "
@@ -639,6 +647,7 @@ class EngineWorkload:
                 int(config.get("max_queued", 0)),
                 bool(config.get("mixed", False)),
                 int(config.get("preempt_gap", -1)),
+                bool(config.get("retract_by_priority", False)),
             ),
             requests,
             int(data["vocab"]),

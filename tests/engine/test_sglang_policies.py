@@ -1,15 +1,23 @@
 """The scheduling policies SGLang's adapter draws, narrowed to those a release has, read
-off its own `schedule_policy.py` (no SGLang needed: files written here)."""
+off its own `schedule_policy.py` (no SGLang needed: files written here); and retraction by
+priority as E14 reads it."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import replace
 from pathlib import Path
 
 from schedcheck.engine.adapter import EngineSetup
+from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
 from schedcheck.engine.sglang.config import ADAPTER_POLICIES, policies_of, sglang_setup
-from schedcheck.engine.workload import POLICIES
+from schedcheck.engine.strategies import PREEMPTION, observe
+from schedcheck.engine.trace import EngineTrace
+from schedcheck.engine.workload import POLICIES, EngineWorkload
+
+CHECKS = active(on=SGLANG.policies_on)
 
 OLD = """class CacheAwarePolicy(Enum):
     LPM = "lpm"  # longest prefix match
@@ -49,3 +57,28 @@ def test_a_release_with_them_draws_every_one_the_core_knows(tmp_path: Path) -> N
     assert setup.lacks_policies == ()
     assert setup.features(SGLANG.features).policies == ADAPTER_POLICIES
     assert set(ADAPTER_POLICIES) <= set(POLICIES)
+
+
+RETRACTION = Path(__file__).resolve().parent.parent / "engine_subjects" / "sglang"
+
+
+def test_e14_reads_retraction_by_priority() -> None:
+    """A run of SGLang 0.5.23 recorded here (priority_retraction_trace.json): the priority
+    policy with `--retraction-policy priority`, no preemption for priority; r1 (priority 2,
+    the worst) runs from step 1, r2 (0) and r3 (1) arrive at step 2; when the decodes
+    outgrow the pool, r1 is retracted, though r2 has no more output than it: E14 quiet.
+    The same run with the priorities swapped (r1 the best) breaks it."""
+    trace = EngineTrace.from_dict(
+        json.loads((RETRACTION / "priority_retraction_trace.json").read_text())
+    )
+    w = trace.workload
+    assert w.config.retract_by_priority and w.config.policy == "priority"
+    assert check_engine(trace, CHECKS) == []
+    assert PREEMPTION in observe(trace)
+    swapped = {"r1": 0, "r2": 2}
+    requests = tuple(replace(r, priority=swapped.get(r.name, r.priority)) for r in w.requests)
+    found = check_engine(replace(trace, workload=replace(w, requests=requests)), CHECKS)
+    assert [v.check for v in found] == ["E14"] and "the worst priority" in found[0].message
+    assert EngineWorkload.from_json(w.to_json()) == w
+    plain = replace(w, config=replace(w.config, policy="fcfs"))
+    assert any("retract_by_priority under policy 'fcfs'" in p for p in plain.problems(1))

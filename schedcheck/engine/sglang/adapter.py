@@ -75,6 +75,7 @@ class Sglang:
         priorities=True,
         policies=ADAPTER_POLICIES,
         preempt_gap=True,
+        retract_by_priority=True,
         mixed=True,
         queue_limit=True,
         streams=True,

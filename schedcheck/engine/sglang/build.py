@@ -301,6 +301,7 @@ def server_args(config: EngineConfig) -> dict[str, Any]:
     if config.policy != "priority":
         return {**limits, "schedule_policy": config.policy}
     preempts = config.preempt_gap >= 0
+    retraction = {"retraction_policy": "priority"} if config.retract_by_priority else {}
     return {
         **limits,
         "schedule_policy": "fcfs",
@@ -308,6 +309,7 @@ def server_args(config: EngineConfig) -> dict[str, Any]:
         "schedule_low_priority_values_first": True,
         "disable_priority_preemption": not preempts,
         "priority_scheduling_preemption_threshold": max(config.preempt_gap, 0),
+        **retraction,
     }
 
 

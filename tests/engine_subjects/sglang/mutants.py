@@ -132,6 +132,33 @@ def logprob_cap_ignored(scheduler: Any) -> None:
     scheduler._add_request_to_queue = uncapped
 
 
+def retracts_by_length(scheduler: Any) -> None:
+    """`--retraction-policy priority` ignored: the decode retraction order by output length
+    and prompt alone, for this scheduler's calls (the class's static method swapped for
+    the call and put back)."""
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+
+    update = scheduler.update_running_batch
+
+    def order(reqs: list[Any]) -> list[int]:
+        indices = list(range(len(reqs)))
+        indices.sort(
+            key=lambda i: (len(reqs[i].output_ids), -len(reqs[i].origin_input_ids)),
+            reverse=True,
+        )
+        return indices
+
+    def by_length(*args: Any, **kwargs: Any) -> Any:
+        real = ScheduleBatch.__dict__["_get_decode_retraction_order"]
+        ScheduleBatch._get_decode_retraction_order = staticmethod(order)
+        try:
+            return update(*args, **kwargs)
+        finally:
+            ScheduleBatch._get_decode_retraction_order = real
+
+    scheduler.update_running_batch = by_length
+
+
 def drafts_unverified(scheduler: Any) -> None:
     """Speculative decoding: a verify's whole width taken as accepted, the positions the
     model did not agree with among them: tokens no model produced are appended to the
@@ -225,6 +252,12 @@ MUTANTS = (
         "E24",
         "a prefix hit past the position prompt logprobs are asked from",
         logprob_cap_ignored,
+    ),
+    SglangMutant(
+        "retracts_by_length",
+        "E14",
+        "retraction by length where the server retracts by priority",
+        retracts_by_length,
     ),
     SglangMutant(
         "drafts_unverified",
