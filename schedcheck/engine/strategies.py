@@ -400,8 +400,8 @@ def _pressure(draw: st.DrawFn, workload: EngineWorkload, features: Features) -> 
         abort = r.abort + moved if r.abort else 0
         if i < 2:  # the two that press: the first runs on, the second (the likelier
             # victim) is aborted late or not at all, as may land once it was retracted
-            late = i == 1 and features.aborts and draw(st.booleans())  # one in two
-            abort = arrival + draw(st.integers(6, 20)) if late else 0
+            late = i == 1 and features.aborts and draw(st.integers(0, 2)) == 2
+            abort = arrival + draw(st.integers(10, 20)) if late else 0
         requests.append(
             replace(
                 r,
