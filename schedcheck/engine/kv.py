@@ -32,7 +32,7 @@ from schedcheck.engine.trace import EngineTrace, Pool, Scheduled, Transfer, comp
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
 
-__all__ = ["Written", "check_e2", "held", "holds", "show", "span"]
+__all__ = ["Written", "check_e2", "held", "holds", "show", "slot_of", "span"]
 
 Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at which step
 
@@ -76,7 +76,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
         for seq, tokens in zip(step.scheduled, computed, strict=True):
             start, end = span(seq)
             for p in range(start, min(end, len(tokens))):
-                slot = _last_slot(seq, p, bs) if last else _slot(seq, p, bs)
+                slot = _last_slot(seq, p, bs) if last else slot_of(seq, p, bs)
                 if slot is None:
                     continue
                 slots[slot] = (
@@ -95,7 +95,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 continue
             _, end = span(seq)
             for q in range(min(end, len(tokens))):
-                slot = _slot(seq, q, bs)
+                slot = slot_of(seq, q, bs)
                 want = tokens[: q + 1]
                 found = slots.get(slot) if slot is not None else None
                 if holds(found, q, want) and groups.by_full(slot):
@@ -371,7 +371,8 @@ def span(seq: Scheduled) -> tuple[int, int]:
     return seq.num_cached, seq.num_cached + seq.num_scheduled
 
 
-def _slot(seq: Scheduled, p: int, block_size: int) -> int | None:
+def slot_of(seq: Scheduled, p: int, block_size: int) -> int | None:
+    """The slot `seq`'s block table names for position `p` (None: past its table)."""
     index = p // block_size
     if not 0 <= index < len(seq.block_table):
         return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.engine.kv import span
+from schedcheck.engine.kv import slot_of, span
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.invariants.violation import Violation
 
@@ -31,8 +31,8 @@ def check_e23(trace: EngineTrace) -> Iterator[Violation]:
     for step in trace.steps:
         for seq in step.scheduled:
             start, _ = span(seq)
-            for q in range(min(start, len(seq.block_table) * bs)):
-                wrote = writer.get(seq.block_table[q // bs] * bs + q % bs)
+            for q in range(start):
+                wrote = writer.get(s) if (s := slot_of(seq, q, bs)) is not None else None
                 if wrote is None or space[wrote[0]] == space[seq.name]:
                     continue
                 who, when = wrote
@@ -48,5 +48,6 @@ def check_e23(trace: EngineTrace) -> Iterator[Violation]:
                 return  # the first crossing tells the story
         for seq in step.scheduled:
             start, end = span(seq)
-            for p in range(start, min(end, len(seq.block_table) * bs)):
-                writer[seq.block_table[p // bs] * bs + p % bs] = (seq.name, step.step)
+            for p in range(start, end):
+                if (s := slot_of(seq, p, bs)) is not None:
+                    writer[s] = (seq.name, step.step)

@@ -80,15 +80,15 @@ class Sglang:
         queue_limit=True,
         streams=True,
         pressure=True,
-        # EAGLE, a chain of up to 3 drafts a step (spec.py), in the normal loop: SGLang
-        # turns the overlap loop off for speculative decoding on a CPU
-        # (`_disable_overlap_schedule_for_cpu`)
         # requests under cache namespaces (`extra_key`)
         namespaces=True,
         # clients that ask their prompt's logprobs (`return_logprob`, `logprob_start_len`)
         prompt_logprobs=True,
         # aborts aimed at a request parked between two chunks of its prefill
         chunk_aborts=True,
+        # EAGLE, a chain of up to 3 drafts a step (spec.py), in the normal loop: SGLang
+        # turns the overlap loop off for speculative decoding on a CPU
+        # (`_disable_overlap_schedule_for_cpu`)
         drafts=3,
         draft_modes=("normal",),
         drafters=(("hidden", ()),),
