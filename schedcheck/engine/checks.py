@@ -312,7 +312,8 @@ def check_e7(trace: EngineTrace) -> Iterator[Violation]:
     failed = _failed_for_loads(trace)
     refused = {name for step in trace.steps for name in step.refused}
     for request in trace.workload.requests:
-        want, got = trace.workload.alone(request), trace.outputs.get(request.name, ())
+        want = trace.workload.alone(request, trace.traits.turn_keeps_last)
+        got = trace.outputs.get(request.name, ())
         if (request.abort or request.name in refused) and got == want[: len(got)]:
             continue  # aborted or refused (E20 judges the refusal): what it produced before
         if request.name in failed and got == want[: len(got)]:

@@ -34,6 +34,11 @@ class Traits:
     # verifies (SGLang: chunked_prefill_size bounds extends, and a mixed step takes one
     # token a decode off it; the decode batch is bounded by max_running_requests) (E4)
     drafts_in_budget: bool = True
+    # a session's next turn continues from its last turn's whole output (SGLang: a new
+    # request of its session, `Session.create_req` appending `output_ids`); without, from
+    # all of it but its last sampled token, never computed (vLLM's
+    # `_update_request_as_session`) (E7, E14)
+    turn_keeps_last: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +48,7 @@ class Traits:
             "draft_inputs": self.draft_inputs,
             "token_budget": self.token_budget,
             "drafts_in_budget": self.drafts_in_budget,
+            "turn_keeps_last": self.turn_keeps_last,
         }
 
     @classmethod
@@ -54,4 +60,5 @@ class Traits:
             int(data.get("draft_inputs", 0)),
             int(data.get("token_budget", 0)),
             bool(data.get("drafts_in_budget", True)),
+            bool(data.get("turn_keeps_last", False)),
         )

@@ -193,8 +193,9 @@ class EngineRequest:
     def peak_blocks(self, block_size: int, headroom: Headroom = NO_HEADROOM) -> int:
         """The most KV it holds (its last sampled token is never computed), or where the
         engine's intake asks more (`headroom`), what it asks; a session's, over every turn."""
-        if self.session:
-            return blocks_for(self.total - 1, block_size)
+        if self.session:  # its last turn's context is at most all but that turn's output
+            context = self.total - self.max_tokens
+            return blocks_for(headroom.slots(context, self.max_tokens, block_size), block_size)
         return blocks_for(headroom.slots(len(self.prompt), self.max_tokens, block_size), block_size)
 
 
@@ -300,28 +301,32 @@ class EngineWorkload:
         max_model_len tokens)."""
         return min(request.max_tokens, self.max_model_len() - len(request.prompt))
 
-    def alone(self, request: EngineRequest) -> tuple[int, ...]:
+    def alone(self, request: EngineRequest, keeps_last: bool = False) -> tuple[int, ...]:
         """Its output run alone: ample blocks, no preemption, no sharing (E7); a session's,
         every turn's output in turn (what its client is streamed)."""
-        return tuple(t for turn in self.turns(request) for t in turn)
+        return tuple(t for turn in self.turns(request, keeps_last) for t in turn)
 
-    def turns(self, request: EngineRequest) -> tuple[tuple[int, ...], ...]:
+    def turns(
+        self, request: EngineRequest, keeps_last: bool = False
+    ) -> tuple[tuple[int, ...], ...]:
         """Each turn's output run alone (`histories`' outputs)."""
-        return tuple(out for _, out in self.histories(request))
+        return tuple(out for _, out in self.histories(request, keeps_last))
 
     def histories(
-        self, request: EngineRequest
+        self, request: EngineRequest, keeps_last: bool = False
     ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
         """Each turn run alone: (the context it starts from, its output). A session's next
         turn continues from its context so far, its last turn's output but the last token
         (sampled, never computed: vLLM drops it, `_update_request_as_session`) and the
-        chunk: C' = C + O[:-1] + chunk. A turn ends as a request does (eos, a stop token,
-        max_tokens, max_model_len over the whole sequence). A request that is no session
-        has one turn, from its prompt."""
+        chunk: C' = C + O[:-1] + chunk; or, where the engine keeps that token
+        (`keeps_last`: Traits.turn_keeps_last, SGLang's), C' = C + O + chunk. A turn ends
+        as a request does (eos, a stop token, max_tokens, max_model_len over the whole
+        sequence). A request that is no session has one turn, from its prompt."""
         context, turns = tuple(request.prompt), list[tuple[tuple[int, ...], tuple[int, ...]]]()
         for chunk in (None, *(c for _, c in request.chunks)):
             if chunk is not None:
-                context = (*context, *turns[-1][1][:-1], *chunk)
+                last = turns[-1][1]
+                context = (*context, *(last if keeps_last else last[:-1]), *chunk)
             cap = min(request.max_tokens, self.max_model_len() - len(context))
             tokens, out = list(context), list[int]()
             while len(out) < max(cap, 1):

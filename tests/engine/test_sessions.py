@@ -49,6 +49,25 @@ def test_a_session_s_turns_continue_from_its_context_less_each_last_token() -> N
     assert w.max_model_len() == session.total
 
 
+def test_where_the_engine_keeps_each_last_token_a_turn_continues_from_the_whole_output() -> None:
+    """Traits.turn_keeps_last (SGLang's: a turn is a new request of its session, its
+    history every output token): C' = C + O + chunk; E7 reads the rule off the trace."""
+    session = EngineRequest("s", (1, 2, 1), 3, True, 1, chunks=((2, (2, 2)),))
+    w = EngineWorkload(EngineConfig(10, 2, 2, 4), (session,), 2)
+    (c1, o1), (c2, o2) = w.histories(session, keeps_last=True)
+    assert c2 == (*c1, *o1, 2, 2) and len(c2) == len(w.histories(session)[1][0]) + 1
+    expected: list[int] = []
+    for _ in range(3):
+        expected.append(w.next_token([*c2, *expected]))
+    assert o2 == tuple(expected) and w.alone(session, keeps_last=True) == (*o1, *o2)
+    assert w.alone(session, keeps_last=True) != w.alone(session)  # the rules differ here
+    trace = recorded()
+    kept = replace(trace, traits=replace(trace.traits, turn_keeps_last=True))
+    assert "E7" in [v.check for v in check_engine(kept, CHECKS)]  # vLLM's run, read so
+    assert check_engine(trace, CHECKS) == []
+    assert type(trace.traits).from_dict(kept.traits.to_dict()) == kept.traits
+
+
 def test_a_session_s_chunks_are_checked_and_round_trip() -> None:
     config = EngineConfig(12, 2, 2, 4)
     early = EngineRequest("s", (1,), 2, arrival=3, chunks=((2, (1,)),))

@@ -223,3 +223,20 @@ def test_rows_problem_fires_on_kv_committed_past_the_row_allocated() -> None:
     assert "row 3 of req_to_token is neither free nor held" in str(reader.rows_problem({"r1": req}))
     rows.free_slots = [2, 2, 3]
     assert "row 2 of req_to_token is free twice" in str(reader.rows_problem({"r1": req}))
+
+
+def test_rows_problem_counts_a_session_s_row_between_its_turns() -> None:
+    """A streaming session's slot holds its row while no turn runs (its turn finished):
+    the row is held, not leaked, and SGLang's rule on it still fires."""
+    turn = SimpleNamespace(kv=SimpleNamespace(req_pool_idx=None), finished=lambda: True)
+    record = SimpleNamespace(req_pool_idx=1, kv_allocated_len=4, kv_committed_len=4)
+    session = SimpleNamespace(slots={"s1": SimpleNamespace(kv=record)})
+    rows = SimpleNamespace(free_slots=[2, 3], size=3)
+    scheduler = SimpleNamespace(
+        page_size=1, req_to_token_pool=rows, tree_cache=SimpleNamespace(session=session)
+    )
+    assert Reader(scheduler, {"s1.": "s1"}).rows_problem({"s1": turn}) is not None  # no session
+    reader = Reader(scheduler, {"s1.": "s1"}, frozenset({"s1"}))
+    assert reader.rows_problem({"s1": turn}) is None
+    record.kv_committed_len = 5
+    assert "s1 has KV committed to position 5" in str(reader.rows_problem({"s1": turn}))

@@ -86,6 +86,9 @@ class Sglang:
         prompt_logprobs=True,
         # aborts aimed at a request parked between two chunks of its prefill
         chunk_aborts=True,
+        # streaming sessions (`--enable-streaming-session`, `/open_session` with streaming):
+        # a session's turns are requests of it, its KV held in its slot between them
+        sessions=2,
         # EAGLE, a chain of up to 3 drafts a step (spec.py), in the normal loop: SGLang
         # turns the overlap loop off for speculative decoding on a CPU
         # (`_disable_overlap_schedule_for_cpu`)

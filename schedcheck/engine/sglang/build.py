@@ -188,11 +188,13 @@ class Build:
         model: Model,
         drafts: int = 0,
         verify: spec.Verify | None = None,
+        sessions: bool = False,
     ) -> tuple[Any, Channels]:
         """A fresh Scheduler for `config` (a KV page per block, block 0 SGLang's padding
         page), in the overlap loop or the normal one, computing with `model`; with EAGLE
         drafting a chain of `drafts` a step where `drafts`, verified by `verify`
-        (spec.py)."""
+        (spec.py); with streaming sessions on where `sessions`
+        (`--enable-streaming-session`)."""
         from sglang.srt import runtime_context
         from sglang.srt.server_args import PortArgs, ServerArgs
 
@@ -213,6 +215,7 @@ class Build:
             sleep_on_idle=False,
             disable_cuda_graph=True,
             schedule_conservativeness=config.conservativeness,
+            **({"enable_streaming_session": True} if sessions else {}),
         )
         if self.ports is None:
             self.ports = PortArgs.init_new(args)
@@ -237,11 +240,15 @@ class Build:
             self.patch(scheduler)
         return scheduler, self.channels
 
-    def request(self, request: EngineRequest, priorities: bool = False) -> Any:
+    def request(
+        self, request: EngineRequest, priorities: bool = False, chunk: tuple[int, ...] = ()
+    ) -> Any:
         """The request as SGLang's tokenizer manager sends it (`_create_tokenized_object`):
         token ids, greedy sampling params normalized and verified for the vocabulary; its
         priority where the server schedules by priority (`priorities`), as a client of such
-        a server sends one."""
+        a server sends one. A session's turn is a request of its streaming session (the
+        session's id is the request's name: `session_params`), of its prompt, or of
+        `chunk` after its first (the session puts its history before it)."""
         from sglang.srt.sampling.sampling_params import SamplingParams
 
         params = SamplingParams(
@@ -255,7 +262,7 @@ class Build:
         return self.io.TokenizedGenerateReqInput(
             rid=request.name,
             input_text=None,
-            input_ids=array("q", request.prompt),
+            input_ids=array("q", chunk or request.prompt),
             input_embeds=None,
             token_type_ids=None,
             mm_inputs=None,
@@ -269,7 +276,18 @@ class Build:
             priority=request.priority if priorities else None,
             # its cache namespace: the tree keys its nodes by it (RadixKey.extra_key)
             extra_key=request.namespace or None,
+            session_params=self.io.SessionParams(id=request.name) if request.session else None,
         )
+
+    def open_session(self, name: str) -> Any:
+        """A streaming session of id `name`, as a client opens one (`/open_session` with
+        `streaming`): its turns hold its KV between them."""
+        return self.io.OpenSessionReqInput(
+            capacity_of_str_len=CONTEXT, session_id=name, streaming=True
+        )
+
+    def close_session(self, name: str) -> Any:
+        return self.io.CloseSessionReqInput(session_id=name)
 
     def send(self, channels: Channels, message: Any) -> None:
         """Into the scheduler's inbox, as the tokenizer manager sends (its wire encoding)."""

@@ -115,4 +115,6 @@ def sglang_setup(path: str | None, args: argparse.Namespace | None = None) -> En
         config={"overlap_default": overlap},
         block_sizes=() if paged else (1,),
         lacks_policies=tuple(p for p in ADAPTER_POLICIES if p not in policies_of(root / "sglang")),
+        # its streaming sessions (`--enable-streaming-session`), in every release driven
+        sessions=True,
     )

@@ -58,11 +58,17 @@ RUNNER = Runner(
     "request's req_to_token row, a page per block)",
 )
 TRAITS = Traits(
-    RUNNER, hashes_name_prefixes=True, update_call="process_batch_result()", drafts_in_budget=False
+    RUNNER,
+    hashes_name_prefixes=True,
+    update_call="process_batch_result()",
+    drafts_in_budget=False,
+    turn_keeps_last=True,
 )
 """SGLang's: a tree page's place names its whole prefix (the radix tree's path to it), and
 the tree must agree with the pages and the rows (E2, E3); its token budget
-(`chunked_prefill_size`) counts a decode as one token, whatever it verifies (E4)."""
+(`chunked_prefill_size`) counts a decode as one token, whatever it verifies (E4); a
+session's next turn continues from its last turn's whole output (`Session.create_req`)
+(E7)."""
 
 
 def run_sglang(
@@ -158,7 +164,7 @@ class SglangDriver(PlainDriver):
         self.said: dict[str, list[int]] = {}  # the output tokens sent, by request
         self.reqs: dict[str, Any] = {}  # SGLang's Req objects, by name, as first seen
         # tokens sampled in batches whose results are not processed yet, oldest first:
-        # those SGLang appends (the last chunk of an extend, a decode), by request
+        # those SGLang appends (the last chunk of an extend, a decode), by request id
         self.flight: deque[dict[str, int]] = deque()
         self.seen: tuple[Scheduled, ...] = ()
         self.copies: tuple[Copy, ...] = ()
@@ -168,6 +174,14 @@ class SglangDriver(PlainDriver):
         self.streamed: list[tuple[str, int]] = []  # sent to each client this step
         self.refused: list[str] = []  # ended this step by SGLang, unasked
         self.aborts = {r.name: r.abort for r in self.workload.requests if r.abort}
+        # streaming sessions: each session's turns sent, the id of its turn in flight, and
+        # what its client holds back until that turn ends (a chunk, or its close: None)
+        self.sessions = {r.name: r for r in self.workload.requests if r.session}
+        self.turns: dict[str, int] = {}
+        self.live: dict[str, str] = {}
+        self.waits: dict[str, deque[tuple[int, ...] | None]] = {}
+        self.ending: set[str] = set()  # sessions aborted with a turn in flight: closed after
+        self.closing: set[str] = set()  # sessions whose close is sent, not yet taken in
 
     def unreadable(self, error: Exception) -> str:
         return (
@@ -181,26 +195,87 @@ class SglangDriver(PlainDriver):
         made = self.run.call(
             "Scheduler()",
             lambda: self.build.scheduler(
-                self.workload.config, self.overlap, self.model, self.workload.drafts, self.verify
+                self.workload.config,
+                self.overlap,
+                self.model,
+                self.workload.drafts,
+                self.verify,
+                bool(self.sessions),
             ),
         )
         self.scheduler, self.channels = made
-        self.reader = Reader(self.scheduler, self.names)
+        self.reader = Reader(self.scheduler, self.names, frozenset(self.sessions))
 
     def add(self, request: EngineRequest) -> None:
-        priorities = self.workload.config.policy == "priority"
-        message = self.run.call(
-            "TokenizedGenerateReqInput()", lambda: self.build.request(request, priorities)
-        )
-        message.rid = rid(request.name)
-        self.run.call("send", lambda: self.build.send(self.channels, message))
+        """A request; a session's client opens its streaming session first, then sends its
+        prompt as the session's first turn."""
+        if request.session:
+            opened = self.build.open_session(request.name)
+            self.run.call("send", lambda: self.build.send(self.channels, opened))
+        self._send(request, rid(request.name))
         self.added.append(request.name)
 
-    def abort(self, request: EngineRequest) -> None:
-        """An AbortReq into the inbox, as the tokenizer manager sends one."""
-        self.run.call(
-            "send", lambda: self.build.send(self.channels, self.build.abort(rid(request.name)))
+    def _send(self, request: EngineRequest, sent: str, chunk: tuple[int, ...] = ()) -> None:
+        priorities = self.workload.config.policy == "priority"
+        message = self.run.call(
+            "TokenizedGenerateReqInput()", lambda: self.build.request(request, priorities, chunk)
         )
+        message.rid = sent
+        self.names[sent] = request.name
+        if request.session:
+            self.live[request.name] = sent
+        self.run.call("send", lambda: self.build.send(self.channels, message))
+
+    def send_chunk(self, request: EngineRequest, chunk: tuple[int, ...]) -> None:
+        """A session's next turn, as its client sends it: a request of the session whose
+        input is the chunk, once the turn in flight has ended (a streaming session takes
+        one turn at a time and refuses another, `Session.create_req`): held back till
+        then."""
+        if request.name in self.live:
+            self.waits.setdefault(request.name, deque()).append(chunk)
+            return
+        turn = self.turns[request.name] = self.turns.get(request.name, 0) + 1
+        self._send(request, f"{request.name}.{turn}.", chunk)
+
+    def close_session(self, request: EngineRequest) -> None:
+        """Its client closes the session (`/close_session`), once its turn in flight has
+        ended; the session's KV is freed then, and the request is done."""
+        if request.name in self.live:
+            self.waits.setdefault(request.name, deque()).append(None)
+            return
+        closed = self.build.close_session(request.name)
+        self.run.call("send", lambda: self.build.send(self.channels, closed))
+        self.closing.add(request.name)  # done once the scheduler has taken the close in
+
+    def abort(self, request: EngineRequest) -> None:
+        """An AbortReq into the inbox, as the tokenizer manager sends one; a session's, of
+        its turn in flight, after which its client closes it (between turns: closed now)."""
+        if request.session:
+            if request.name in self.done or request.name in self.closing:
+                return
+            self.waits.pop(request.name, None)
+            if request.name not in self.live:
+                self.close_session(request)
+                return
+            self.ending.add(request.name)
+        sent = self.live.get(request.name, rid(request.name))
+        self.run.call("send", lambda: self.build.send(self.channels, self.build.abort(sent)))
+
+    def _turn_ended(self, name: str) -> None:
+        """A session's turn ended: its client sends what it held back (its next chunk, or
+        its close), or closes it where it aborted it."""
+        self.live.pop(name, None)
+        request = self.sessions[name]
+        if name in self.ending:
+            self.close_session(request)
+            return
+        held = self.waits.get(name)
+        if held:
+            said = held.popleft()
+            if said is None:
+                self.close_session(request)
+            else:
+                self.send_chunk(request, said)
 
     def reset(self) -> None:
         raise AssertionError("SGLang's adapter draws no prefix-cache resets")
@@ -242,12 +317,17 @@ class SglangDriver(PlainDriver):
         else:  # 0.5.19: the loop's body receives and dispatches itself
             received = run.call("recv_requests()", s.request_receiver.recv_requests)
             run.call("process_input_requests()", lambda: s.process_input_requests(received))
+        self.done |= self.closing  # the sessions closed, their KV freed
+        self.closing.clear()
         plan = run.call(
             "get_next_batch_to_run()",
             lambda: s.get_next_batch_to_run(running_batch=s.running_batch, last_batch=s.last_batch),
         )
         s.running_batch = plan.running_batch
         batch = plan.batch_to_run
+        if batch is None:  # the pools as scheduled (a batch's are read as it is computed),
+            # before the overlap loop processes the last batch's result
+            self.after_schedule = run.read("get_next_batch_to_run()", self.pool)
         s.cur_batch_for_debug = batch
         if not self.overlap:
             if batch:
@@ -342,10 +422,10 @@ class SglangDriver(PlainDriver):
             rids = getattr(message, "rids", None)
             if rids is None:  # an AbortReq: a request ended outside the output stream
                 name = self.names.get(str(getattr(message, "rid", "")))
-                if name is not None:
-                    self.done.add(name)
+                if name is not None and name not in self.done:
                     if not 0 < self.aborts.get(name, 0) <= self.run.step:
                         self.refused.append(name)
+                    self._ended(name, aborted=True)
                 continue
             for i, r in enumerate(rids):
                 name = self.names.get(str(r))
@@ -356,8 +436,20 @@ class SglangDriver(PlainDriver):
                 self.said.setdefault(name, []).extend(tokens)
                 if tokens:
                     self.streamed.append((name, len(tokens)))
-                if message.finished_reasons[i] is not None:
-                    self.done.add(name)
+                reason = message.finished_reasons[i]
+                if reason is not None and name not in self.done:
+                    aborted = isinstance(reason, dict) and reason.get("type") == "abort"
+                    self._ended(name, aborted)
+
+    def _ended(self, name: str, aborted: bool) -> None:
+        """A request ended; a session's turn ended: its client goes on, or closes the session
+        where the turn was aborted."""
+        if name not in self.sessions:
+            self.done.add(name)
+            return
+        if aborted:
+            self.ending.add(name)
+        self._turn_ended(name)
 
     # -- the simulated model
 
@@ -369,7 +461,7 @@ class SglangDriver(PlainDriver):
         looked = read("run_batch()", lambda: self._look(batch))
         views, copies, sampled, kept = [], [], [], {}
         for name, req, start, inputs, written, table, row in looked:
-            known = self.reader.tokens(req, self._in_flight(name))
+            known = self.reader.tokens(req, self._in_flight(req))
             n = len(inputs)
             if written != row[start : start + n]:
                 self._stop_e2(name, start, written, row)
@@ -379,7 +471,7 @@ class SglangDriver(PlainDriver):
             token = self.workload.next_token((*known[:start], *inputs))
             sampled.append(token)
             if start + n == len(known):
-                kept[name] = token  # the last chunk, or a decode: SGLang appends it
+                kept[str(req.rid)] = token  # the last chunk, or a decode: SGLang appends it
         self.seen, self.copies, self.sampled = tuple(views), tuple(copies), tuple(sampled)
         self.is_prefill = bool(read("run_batch()", lambda: batch.forward_mode.is_extend()))
         self.flight.append(kept)
@@ -408,7 +500,7 @@ class SglangDriver(PlainDriver):
             )
         views, copies, sampled, runs = [], [], [], []
         for (name, req, start, table), last in zip(looked, bonus, strict=True):
-            known = self.reader.tokens(req, self._in_flight(name))
+            known = self.reader.tokens(req, self._in_flight(req))
             context = (*known[:start], last)
             drafts = w.propose(context, chain)
             drafts += (UNKNOWN,) * (chain - len(drafts))
@@ -434,10 +526,12 @@ class SglangDriver(PlainDriver):
         return runs
 
     def pool(self) -> Any:
-        return self.reader.pool(self.done, self.reqs)
+        return self.reader.pool(self.done, self.reqs, set(self.live))
 
-    def _in_flight(self, name: str) -> list[int]:
-        return [batch[name] for batch in self.flight if name in batch]
+    def _in_flight(self, req: Any) -> list[int]:
+        """Its tokens in flight (by SGLang's request id: a session's turns apart)."""
+        rid = str(req.rid)
+        return [batch[rid] for batch in self.flight if rid in batch]
 
     def _look(
         self, batch: Any
@@ -456,7 +550,7 @@ class SglangDriver(PlainDriver):
         out, at = [], 0
         for i, req in enumerate(batch.reqs):
             name = self.names[str(req.rid)]
-            self.reqs.setdefault(name, req)
+            self.reqs[name] = req  # a session's latest turn
             start = int(batch.prefix_lens[i]) if extend else ends[i] - 1
             n = ends[i] - start
             row = tuple(int(x) for x in table[rows[i], : ends[i]].tolist())
@@ -479,7 +573,7 @@ class SglangDriver(PlainDriver):
         out = []
         for i, req in enumerate(batch.reqs):
             name = self.names[str(req.rid)]
-            self.reqs.setdefault(name, req)
+            self.reqs[name] = req
             allocated = int(req.kv.kv_allocated_len)
             if ends[i] + width > allocated:
                 raise Stop(

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from schedcheck.engine.trace import Block, Pool
+from schedcheck.engine.trace import PAUSED, Block, Pool
 
 __all__ = ["PageMismatch", "Reader"]
 
@@ -39,8 +39,12 @@ class PageMismatch(ValueError):
 class Reader:
     """Reads one scheduler's pools and requests; `names`: SGLang's request id -> ours."""
 
-    def __init__(self, scheduler: Any, names: dict[str, str]) -> None:
-        self.scheduler, self.names = scheduler, names
+    def __init__(
+        self, scheduler: Any, names: dict[str, str], sessions: frozenset[str] = frozenset()
+    ) -> None:
+        """`sessions`: the names of the requests that are streaming sessions (a session's
+        id is its request's name)."""
+        self.scheduler, self.names, self.sessions = scheduler, names, sessions
         self.page = int(scheduler.page_size)
 
     @staticmethod
@@ -63,11 +67,15 @@ class Reader:
                 )
         return table
 
-    def pool(self, done: set[str], seen: dict[str, Any]) -> Pool:
-        """The pools now: `done` the requests told finished, `seen` our name -> Req. A
+    def pool(self, done: set[str], seen: dict[str, Any], live: set[str] | None = None) -> Pool:
+        """The pools now: `done` the requests told finished, `seen` our name -> Req (a
+        session's latest turn), `live` the sessions with a turn sent and not ended. A
         request's tokens are those SGLang holds (its prompt and the output appended), not
         those in flight: what its retraction order reads (`len(req.output_ids)`), and all
-        that the tree's pages name."""
+        that the tree's pages name. A session holds the KV of its slot (the streaming
+        session's record, `SessionSlot.kv`) between its turns, and while a turn of it
+        waits (a new one, or one retracted: the slot keeps the row): PAUSED between turns,
+        WAITING while a turn waits."""
         s, page = self.scheduler, self.page
         allocator = s.token_to_kv_pool_allocator
         count = int(allocator.size) // page + 1  # page 0 is padding
@@ -92,7 +100,8 @@ class Reader:
         tables: dict[str, tuple[int, ...]] = {}
         tokens: dict[str, tuple[int, ...]] = {}
         status: dict[str, str] = {}
-        for name in self.names.values():
+        records = self.slots()
+        for name in dict.fromkeys(self.names.values()):
             req = seen.get(name)
             if req is None:
                 tables[name], tokens[name] = (), ()
@@ -102,11 +111,18 @@ class Reader:
             kv = req.kv
             row = kv.req_pool_idx
             finished = name in done or bool(req.finished())
+            state = "RUNNING"
+            if name in self.sessions and name not in done:
+                if row is None and name in records:
+                    kv, state = records[name], "WAITING"  # the slot's, not the turn's
+                    row = kv.req_pool_idx
+                if req.finished():
+                    finished, state = False, "WAITING" if name in (live or ()) else PAUSED
             if row is None:
                 tables[name] = ()
                 status[name] = "FINISHED" if finished else "WAITING"
                 continue
-            status[name] = "FINISHED" if finished else "RUNNING"
+            status[name] = "FINISHED" if finished else state
             allocated, protected = int(kv.kv_allocated_len), int(kv.cache_protected_len)
             held = [int(x) for x in rows[row, :allocated].tolist()]
             tables[name] = tuple(dict.fromkeys(x // page for x in held))
@@ -124,9 +140,17 @@ class Reader:
             tuple(sorted(evictable)),
             (0,),
             tuple(sorted(index)),
-            tuple(self.names.get(str(r.rid), str(r.rid)) for r in s.running_batch.reqs),
+            tuple(self._running(s.running_batch.reqs)),
             tuple(self.names.get(str(r.rid), str(r.rid)) for r in s.waiting_queue),
         )
+
+    def _running(self, reqs: Any) -> Iterator[str]:
+        """The running batch's requests, by name; a session's turn ended there is not its
+        session running (its next turn waits, or it waits for its client)."""
+        for r in reqs:
+            name = self.names.get(str(r.rid), str(r.rid))
+            if not (name in self.sessions and r.finished()):
+                yield name
 
     def rows_problem(self, seen: dict[str, Any]) -> str | None:
         """The request rows (`req_to_token`'s, 1 .. size; row 0 is padding): free
@@ -141,6 +165,10 @@ class Reader:
             for name, req in seen.items()
             if req.kv.req_pool_idx is not None and not req.finished()
         }
+        kvs = {name: req.kv for name, req in seen.items()}
+        for name, kv in self.slots().items():  # a session's row, between turns too
+            held.setdefault(int(kv.req_pool_idx), name)
+            kvs[name] = kv
         rows = set(range(1, int(pool.size) + 1))
         twice = sorted(r for r in set(free) if free.count(r) > 1)
         if twice:
@@ -155,7 +183,7 @@ class Reader:
                 "request: leaked"
             )
         for name in held.values():  # SGLang's own rule: committed <= allocated (ReqKV)
-            kv = seen[name].kv
+            kv = kvs[name]
             committed = getattr(kv, "kv_committed_len", None)
             if committed is not None and int(committed) > int(kv.kv_allocated_len):
                 return (
@@ -163,6 +191,19 @@ class Reader:
                     f"{int(kv.kv_allocated_len)} slots its row was allocated"
                 )
         return None
+
+    def slots(self) -> dict[str, Any]:
+        """The KV records the streaming sessions hold a row with, by session id (the tree
+        cache's `StreamingSession.slots`): a session's between its turns, and the one its
+        turn in flight borrows. (None without sessions.)"""
+        if not self.sessions:
+            return {}
+        session = getattr(self.scheduler.tree_cache, "session", None)
+        return {
+            str(sid): slot.kv
+            for sid, slot in getattr(session, "slots", {}).items()
+            if slot.kv.req_pool_idx is not None
+        }
 
     def tree(self) -> Iterator[tuple[list[int], tuple[int, ...], int]]:
         """Each node of the radix tree holding KV on the device: its slots, the prefix its

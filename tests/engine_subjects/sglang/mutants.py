@@ -223,6 +223,57 @@ def retracted_exempt(scheduler: Any) -> None:
     scheduler._add_request_to_queue = exempt
 
 
+def session_kv_leaked(scheduler: Any) -> None:
+    """A streaming session's slot is never released when its client closes it: its KV
+    and its row stay held by nobody."""
+    scheduler.tree_cache.release_session = lambda *args, **kwargs: None
+
+
+def turn_history_short(scheduler: Any) -> None:
+    """A streaming session's next turn continues from its last turn's output but its last
+    token (vLLM's rule, in SGLang, whose client is streamed every token)."""
+    controller = scheduler.session_controller
+    opened = controller.open
+
+    def open_session(recv: Any) -> Any:
+        out = opened(recv)
+        session = controller.sessions.get(recv.session_id)
+        if session is not None:
+            for name in ("_share_token_arrays", "_concat_token_arrays"):
+                setattr(session, name, _short(getattr(session, name)))
+        return out
+
+    controller.open = open_session
+
+
+def _short(build: Callable[..., Any]) -> Callable[..., Any]:
+    def short(last_req: Any, *args: Any) -> Any:
+        kept = last_req.output_ids
+        last_req.output_ids = kept[:-1]
+        try:
+            return build(last_req, *args)
+        finally:
+            last_req.output_ids = kept
+
+    return short
+
+
+SESSION_MUTANTS = (
+    SglangMutant(
+        "session_kv_leaked",
+        "E3",
+        "a streaming session's KV kept after its close",
+        session_kv_leaked,
+    ),
+    SglangMutant(
+        "turn_history_short",
+        "E7",
+        "a session's next turn continuing from its last output but the last token",
+        turn_history_short,
+    ),
+)
+"""Mutants of SGLang's streaming sessions (tests/engine/test_sglang_sessions.py)."""
+
 MUTANTS = (
     SglangMutant("double_free", "E3", "a request's released slots freed twice", double_free),
     SglangMutant("lock_kept", "E3", "a tree lock not released when a request ends", lock_kept),
