@@ -659,7 +659,7 @@ def check_e14(trace: EngineTrace) -> Iterator[Violation]:
     prefill step's victims, and a step's that a preemption for priority explains, were
     preempted for priority (E22). Retraction by priority (EngineConfig.retract_by_priority:
     `--retraction-policy priority`) takes the worst priority first, then as above."""
-    prompts = {r.name: len(r.prompt) for r in trace.workload.requests}
+    by_name = {r.name: r for r in trace.workload.requests}
     ranks = (
         {r.name: r.priority for r in trace.workload.requests}
         if trace.workload.config.retract_by_priority
@@ -674,10 +674,23 @@ def check_e14(trace: EngineTrace) -> Iterator[Violation]:
             continue  # preempted for priority (E22), not retracted
         # a victim refused on its way back to the queue is E20's to judge, not in the queue
         waiting = (*now.waiting, *(v for v in victims if v in refused[step]))
+        prompts = {n: _turn_prompt(trace, by_name[n], before.tokens.get(n, ())) for n in running}
         problem = _retraction_problem(before, running, victims, waiting, prompts, ranks)
         if problem is not None:
             yield Violation("E14", step, "schedule()", problem, tuple(victims))
             return  # the first wrong retraction tells the story
+
+
+def _turn_prompt(trace: EngineTrace, request: EngineRequest, tokens: tuple[int, ...]) -> int:
+    """The prompt of the turn a request runs: its own, or a session's turn's context (the
+    longest that `tokens` hold: an engine that sends a turn as a request of its own, as
+    SGLang does, orders it by that request's prompt and output)."""
+    if not request.session:
+        return len(request.prompt)
+    contexts = [
+        len(c) for c, _ in trace.workload.histories(request, trace.traits.turn_keeps_last)
+    ]
+    return max((n for n in contexts if n <= len(tokens)), default=len(request.prompt))
 
 
 def _retraction_problem(

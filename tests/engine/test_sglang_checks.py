@@ -191,3 +191,18 @@ def test_a_release_whose_paged_allocator_has_no_cpu_path_runs_pages_of_one(
     paged.write_text("self.use_triton_kernels = capabilities.supports_triton\n")
     assert sglang_setup(str(tmp_path)).block_sizes == ()
     assert sglang_setup(str(tmp_path)).features(SGLANG_ADAPTER.features).block_sizes == (1, 4)
+
+
+def test_e14_reads_a_session_s_turn_by_its_own_prompt_and_output() -> None:
+    """A session's turn is ordered by the turn's prompt (its whole history) and its own
+    output, as SGLang orders a request of the session: read so, r1 as a session two turns
+    in (3 tokens a turn, [2] sent after the first) had 2 output tokens to r2's 6 at step 8,
+    so r1 had to go, not r2; read as one request from its first prompt it was a tie."""
+    trace = recorded()
+    r1, *rest = trace.workload.requests
+    assert r1.name == "r1" and fired(trace) == []
+    session = replace(r1, max_tokens=3, chunks=((1, (2,)),))
+    sessions = replace(trace.workload, requests=(session, *rest))
+    kept = replace(trace, workload=sessions, traits=replace(trace.traits, turn_keeps_last=True))
+    (v,) = [v for v in fired(kept) if v.check == "E14"]
+    assert v.step == 8 and "r1 2 output, prompt 8, r2 6 output, prompt 4" in v.message

@@ -18,8 +18,8 @@ from schedcheck.engine.strategies import SESSION_CONTINUED, SESSION_QUEUED, obse
 from schedcheck.engine.trace import PAUSED
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from tests.engine.test_sglang import CHECKS, LOOPS, build
-from tests.engine_subjects.sglang.mutants import SESSION_MUTANTS, SglangMutant
 from tests.engine.test_sglang import sglang as sglang  # the module's engine fixture
+from tests.engine_subjects.sglang.mutants import SESSION_MUTANTS, SglangMutant
 
 pytestmark = pytest.mark.sglang
 
@@ -84,6 +84,34 @@ def test_sglang_06_a_next_turn_waits_for_the_row_its_own_session_holds(
     assert stuck.failure is not None and stuck.failure.check == "E5", stuck.failure
     assert "stuck" in stuck.failure.message
     free = sglang.run(in_loop(sglang_06(2), loop))
+    assert free.failure is None and check_engine(free, CHECKS) == []
+
+
+def behind(max_tokens: int) -> EngineWorkload:
+    """A session s1 of [1 2], four tokens a turn, sent [1]; r2 ([2 1 1], `max_tokens`)
+    arrives at step 3, while s1's first turn runs, in a pool of 19 slots."""
+    return EngineWorkload(
+        EngineConfig(20, 1, 3, 8, mode="normal"),
+        (
+            EngineRequest("s1", (1, 2), 4, True, chunks=((1, (1,)),)),
+            EngineRequest("r2", (2, 1, 1), max_tokens, True, arrival=3),
+        ),
+        2,
+        eos_per_16=0,
+    )
+
+
+def test_sglang_06_a_fresh_request_at_the_head_blocks_the_turn_that_would_free_its_room(
+    sglang: LocalEngine,
+) -> None:
+    """SGLANG-06's other face: r2 asks 17 slots; s1's session holds 5 after its first turn,
+    so r2 does not fit and waits at the head of the queue, and the admission loop stops
+    there (`break` on NO_TOKEN): s1's next turn, behind it, never runs, so the session never
+    ends and never frees its 5 (E5). With r2 asking 11, both run."""
+    build(sglang).patch = None
+    stuck = sglang.run(behind(14))
+    assert stuck.failure is not None and stuck.failure.check == "E5", stuck.failure
+    free = sglang.run(behind(8))
     assert free.failure is None and check_engine(free, CHECKS) == []
 
 
