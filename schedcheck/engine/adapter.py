@@ -116,6 +116,10 @@ class Features:
     # requests whose clients ask their prompt's logprobs from a position on
     # (EngineRequest.logprobs_from), in a share of the workloads without drafts
     prompt_logprobs: bool = False
+    # a server of LoRA adapters (EngineConfig.max_adapters), requests under one of two
+    # adapters or the base model (EngineRequest.adapter), in a share of the workloads
+    # without drafts
+    adapters: bool = False
     # aborts aimed between two chunks of a prefill, in a share of the workloads (an engine
     # that parks a chunked request between steps: SGLang's chunked_req)
     chunk_aborts: bool = False

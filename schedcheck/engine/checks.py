@@ -1,4 +1,4 @@
-"""The engine checks, E1-E24, on a trace: each with an id, a message and a likely bug.
+"""The engine checks, E1-E25, on a trace: each with an id, a message and a likely bug.
 
 E1 positions stay inside the sequence; E2 every KV read finds its own prefix's KV
 (kv.py); E3 the block pool adds up (blocks.py); E4 the step's budgets;
@@ -17,8 +17,9 @@ connector's, transfers.py) a transfer's blocks stay the engine's until it ends, 
 connector is told what the scheduler did; E20 and E21 (policies) a request is refused only
 by a queue limit, before it ran, and an aborted one is sent nothing more; E22 (a policy)
 preemption for priority; E23 (namespaces.py) a request reads cached KV only of its own cache
-namespace; E24 (logprobs.py) a request asking prompt logprobs computes its prompt from where
-it asks them.
+namespace and LoRA adapter; E24 (logprobs.py) a request asking prompt logprobs computes its
+prompt from where it asks them; E25 (adapters.py) a step runs at most as many LoRA adapters
+as the server serves at once.
 
 E4, E9 and E10 are policies, not safety: a fork may budget differently by design, so a run
 can switch them off (E4) or on (E9, E10) by name, and an engine's adapter may turn them on
@@ -34,6 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 
+from schedcheck.engine.adapters import check_e25
 from schedcheck.engine.blocks import check_e3
 from schedcheck.engine.kv import check_e2, span
 from schedcheck.engine.logprobs import check_e24
@@ -687,9 +689,7 @@ def _turn_prompt(trace: EngineTrace, request: EngineRequest, tokens: tuple[int, 
     SGLang does, orders it by that request's prompt and output)."""
     if not request.session:
         return len(request.prompt)
-    contexts = [
-        len(c) for c, _ in trace.workload.histories(request, trace.traits.turn_keeps_last)
-    ]
+    contexts = [len(c) for c, _ in trace.workload.histories(request, trace.traits.turn_keeps_last)]
     return max((n for n in contexts if n <= len(tokens)), default=len(request.prompt))
 
 
@@ -1162,13 +1162,16 @@ ENTRIES: tuple[EngineCheck, ...] = (
     ),
     EngineCheck(
         id="E23",
-        title="a request reads cached KV only where a request of its own cache namespace wrote it",
+        title="a request reads cached KV only where a request of its own cache namespace and "
+        "LoRA adapter wrote it",
         symptom="a client's prompt is served from another namespace's cache: the isolation "
-        "it asked for (a salt, an extra key) is broken, though every output is right",
+        "it asked for (a salt, an extra key) is broken, though every output is right; or a "
+        "request runs on KV another adapter (or the base model) computed: its outputs wrong",
         likely_bugs=(
-            "the prefix cache keyed by the tokens alone, the namespace left out of the key "
-            "or the hash",
+            "the prefix cache keyed by the tokens alone, the namespace or the adapter left "
+            "out of the key or the hash",
             "a match that compares the namespace of the first block only",
+            "the namespace and the adapter joined into one key so that two pairs meet",
         ),
         function=check_e23,
     ),
@@ -1184,10 +1187,24 @@ ENTRIES: tuple[EngineCheck, ...] = (
         ),
         function=check_e24,
     ),
+    EngineCheck(
+        id="E25",
+        title="a step runs requests of at most max_adapters LoRA adapters (the base model "
+        "one of them where the engine counts it)",
+        symptom="a batch with more adapters than the adapter pool has slots: on a GPU the "
+        "step fails, or a request runs on another adapter's weights",
+        likely_bugs=(
+            "the adapters of the running batch left out of the admission's count, or those "
+            "admitted earlier in the same step",
+            "a request resumed after preemption, or a chunked prefill continued, admitted "
+            "without the check",
+        ),
+        function=check_e25,
+    ),
 )
 
 CATALOGUE: dict[str, EngineCheck] = {c.id: c for c in ENTRIES}
-"""Every engine check by id, E1-E22."""
+"""Every engine check by id, E1-E25."""
 
 POLICIES: dict[str, bool] = {c.id: c.policy for c in ENTRIES if c.policy is not None}
 """The checks a run may switch (E4, E9, E10), and whether each is made unless switched (an

@@ -342,6 +342,7 @@ SCHEDULING = (
     ("pressure", "pressure", "decode-pressure workloads"),
     ("namespaces", "namespaces", "cache namespaces"),
     ("logprobs", "prompt_logprobs", "prompt logprobs"),
+    ("adapters", "adapters", "LoRA adapters"),
 )
 FEATURES = ("spec", "connector", "sessions", "hybrid", *(name for name, _, _ in SCHEDULING))
 """What --features names: spec, speculative decoding (Features.drafts); connector, a KV
@@ -349,7 +350,7 @@ connector's transfers (Features.connectors); sessions, streaming-input sessions
 (Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers); and the
 scheduling a server is told and its clients ask (SCHEDULING: Features.policies,
 preempt_gap, retract_by_priority, mixed, queue_limit, streams, pressure, namespaces,
-prompt_logprobs)."""
+prompt_logprobs, adapters)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -560,6 +561,7 @@ def unsupported(
         "cache namespaces": features.namespaces or not any(r.namespace for r in workload.requests),
         "prompt logprobs": features.prompt_logprobs
         or not any(r.logprobs_from >= 0 for r in workload.requests),
+        "LoRA adapters": features.adapters or not workload.config.max_adapters,
     }
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok

@@ -1,6 +1,9 @@
 """E23, cache namespaces: a request reads cached KV only where a request of its own
 namespace wrote it (EngineRequest.namespace: SGLang's `extra_key`, which keys its radix
-tree, `RadixKey._check_compatible`; vLLM's `cache_salt` is of the same kind).
+tree, `RadixKey._check_compatible`; vLLM's `cache_salt` is of the same kind), and of its
+own LoRA adapter (EngineRequest.adapter: an adapter's KV is not the base model's, nor
+another adapter's; SGLang joins `lora_id` to the extra key, vLLM hashes the LoRA's name
+into each block's hash).
 
 The KV another namespace computed for the same tokens is the same numbers, so no output
 changes and E2 stays quiet: what breaks is the isolation a client asked for (a tenant's
@@ -21,10 +24,17 @@ from schedcheck.invariants.violation import Violation
 __all__ = ["check_e23"]
 
 
+def _shown(space: tuple[str, str]) -> str:
+    """Where a request's KV belongs, as the reports name it."""
+    namespace, adapter = space
+    said = f"namespace {namespace!r}"
+    return f"{said}, adapter {adapter!r}" if adapter else said
+
+
 def check_e23(trace: EngineTrace) -> Iterator[Violation]:
     w = trace.workload
-    space = {r.name: r.namespace for r in w.requests}
-    if not any(space.values()):
+    space = {r.name: (r.namespace, r.adapter) for r in w.requests}
+    if not any(n or a for n, a in space.values()):
         return
     bs = w.config.block_size
     writer: dict[int, tuple[str, int]] = {}  # slot -> (request, step) that last wrote it
@@ -40,9 +50,9 @@ def check_e23(trace: EngineTrace) -> Iterator[Violation]:
                     "E23",
                     step.step,
                     "schedule()",
-                    f"{seq.name} (namespace {space[seq.name]!r}) starts at position {start} "
-                    f"over KV it did not compute: position {q} is {who}'s, written at step "
-                    f"{when} in namespace {space[who]!r}",
+                    f"{seq.name} ({_shown(space[seq.name])}) starts at position {start} over "
+                    f"KV it did not compute: position {q} is {who}'s, written at step {when} "
+                    f"in {_shown(space[who])}",
                     (seq.name, who),
                 )
                 return  # the first crossing tells the story

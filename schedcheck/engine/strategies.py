@@ -21,6 +21,7 @@ from itertools import pairwise
 from hypothesis import strategies as st
 
 from schedcheck.engine.adapter import PLAIN, Features
+from schedcheck.engine.adapters import at_limit
 from schedcheck.engine.layers import STATE_KINDS
 from schedcheck.engine.trace import (
     PAUSED,
@@ -103,6 +104,7 @@ REFUSED = "an arrival refused by the queue limit"
 MIXED_STEP = "a step computing a prefill chunk beside decodes"
 NAMESPACE_APART = "a prompt prefix another namespace computed before, not shared"
 LOGPROBS_CAP = "a prefix-cache hit cut at the position prompt logprobs are asked from"
+ADAPTERS_FULL = "a request left waiting while the step ran as many LoRA adapters as served"
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -159,6 +161,7 @@ def labels(
         *((NAMESPACE_APART,) if features.namespaces else ()),
         *((RETRACTED_BY_PRIORITY,) if features.retract_by_priority else ()),
         *((LOGPROBS_CAP,) if features.prompt_logprobs else ()),
+        *((ADAPTERS_FULL,) if features.adapters else ()),
         *(policy_label(p) for p in features.policies),
     )
     states = bool(set(features.layers) & set(STATE_KINDS))
@@ -378,6 +381,14 @@ def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -
     plain = not (config.max_model_len or any(r.session for r in requests))
     if features.pressure and plain and draw(st.booleans()):  # one workload in two
         workload = _pressure(draw, workload, features)
+    if features.adapters and not workload.drafts and draw(st.integers(0, 2)) == 2:
+        # one workload in three (none that drafts): a server of one or two adapters at once,
+        # each request under the base model or one of two adapters
+        config = replace(workload.config, max_adapters=draw(st.integers(1, 2)))
+        requests = [
+            replace(r, adapter=draw(st.sampled_from(["", "x", "y"]))) for r in workload.requests
+        ]
+        workload = replace(workload, config=config, requests=tuple(requests))
     return workload
 
 
@@ -932,6 +943,8 @@ def observe(trace: EngineTrace) -> set[str]:
             seen.add(NAMESPACE_APART)
         if previous is not None and _capped(trace, previous, step, started):
             seen.add(LOGPROBS_CAP)
+        if at_limit(trace, step):
+            seen.add(ADAPTERS_FULL)
         ran |= {seq.name for seq in step.scheduled}
         if step.is_prefill and len({_decodes(s) for s in step.scheduled}) == 2:
             seen.add(MIXED_STEP)

@@ -39,6 +39,10 @@ class Traits:
     # all of it but its last sampled token, never computed (vLLM's
     # `_update_request_as_session`) (E7, E14)
     turn_keeps_last: bool = False
+    # the base model takes one of a step's adapter slots (SGLang: its LoRA pool holds the
+    # base as an adapter of its own, `validate_lora_batch` counting None); without, only
+    # adapters count (vLLM's max_loras) (E25)
+    base_is_adapter: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +53,7 @@ class Traits:
             "token_budget": self.token_budget,
             "drafts_in_budget": self.drafts_in_budget,
             "turn_keeps_last": self.turn_keeps_last,
+            "base_is_adapter": self.base_is_adapter,
         }
 
     @classmethod
@@ -61,4 +66,5 @@ class Traits:
             int(data.get("token_budget", 0)),
             bool(data.get("drafts_in_budget", True)),
             bool(data.get("turn_keeps_last", False)),
+            bool(data.get("base_is_adapter", False)),
         )

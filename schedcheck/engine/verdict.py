@@ -124,7 +124,8 @@ def workload_lines(w: EngineWorkload) -> list[str]:
         + (f" max_queued={c.max_queued}" if c.max_queued else "")
         + (" mixed" if c.mixed else "")
         + (f" preempt_gap={c.preempt_gap}" if c.preempt_gap >= 0 else "")
-        + (" retraction=priority" if c.retract_by_priority else ""),
+        + (" retraction=priority" if c.retract_by_priority else "")
+        + (f" max_adapters={c.max_adapters}" if c.max_adapters else ""),
         "  requests:",
         *(f"    {_request(r, w.connector == 'offloading')}" for r in w.requests),
         *(
@@ -206,6 +207,8 @@ def _request(r: EngineRequest, jobs: bool = False) -> str:
         words.append("streamed")
     if r.namespace:
         words.append(f"namespace {r.namespace}")
+    if r.adapter:
+        words.append(f"LoRA adapter {r.adapter}")
     if r.logprobs_from >= 0:
         words.append(f"prompt logprobs from {r.logprobs_from}")
     if r.priority:

@@ -92,6 +92,9 @@ class EngineConfig:
     # under the priority policy, retraction takes the worst priority first, then as ever
     # (SGLang's --retraction-policy priority; its default, length, reads no priority) (E14)
     retract_by_priority: bool = False
+    # the server serves LoRA adapters (EngineRequest.adapter), at most this many distinct
+    # in one step's batch (SGLang's max_loras_per_batch, vLLM's max_loras); 0: none (E25)
+    max_adapters: int = 0
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,11 @@ class EngineRequest:
     # engine computes every prompt position from there, whatever its cache holds (SGLang's
     # `return_logprob` with `logprob_start_len`, which caps a prefix hit there) (E24)
     logprobs_from: int = -1
+    # the LoRA adapter it is served with ("": the base model), where the server serves
+    # adapters (EngineConfig.max_adapters): the KV it computes is its adapter's, read only
+    # by requests of its adapter (E23, as its namespace), and a step runs requests of at
+    # most max_adapters adapters (E25) (SGLang's `lora_id`, vLLM's `lora_request`)
+    adapter: str = ""
 
     @property
     def session(self) -> bool:
@@ -443,6 +451,15 @@ class EngineWorkload:
             for r in self.requests
             if r.namespace and not (len(r.namespace) <= 16 and r.namespace.isalnum())
         )
+        found.extend(
+            f"{r.name}'s adapter {r.adapter!r} is not a short name of letters and digits"
+            for r in self.requests
+            if r.adapter and not (len(r.adapter) <= 16 and r.adapter.isalnum())
+        )
+        if not 0 <= c.max_adapters <= 8:
+            found.append(f"max_adapters {c.max_adapters} is not a count from 0 (none) to 8")
+        if any(r.adapter for r in self.requests) and not c.max_adapters:
+            found.append("a request under a LoRA adapter, but max_adapters 0 (none served)")
         if c.preempt_gap < -1:
             found.append(f"preempt_gap {c.preempt_gap} is below -1 (no preemption for priority)")
         if c.retract_by_priority and c.policy != "priority":
@@ -635,6 +652,7 @@ class EngineWorkload:
                 bool(r.get("stream", False)),
                 str(r.get("namespace", "")),
                 int(r.get("logprobs_from", -1)),
+                str(r.get("adapter", "")),
             )
             for r in data["requests"]
         )
@@ -653,6 +671,7 @@ class EngineWorkload:
                 bool(config.get("mixed", False)),
                 int(config.get("preempt_gap", -1)),
                 bool(config.get("retract_by_priority", False)),
+                int(config.get("max_adapters", 0)),
             ),
             requests,
             int(data["vocab"]),

@@ -50,8 +50,9 @@ OLD_EVERY_CALL = ("C1", "I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "A1", "F
 # E10: vLLM; E11 and E12: its async scheduling; E13: its running pass (issue 35); E14:
 # SGLang's retraction (issue 36); E17: a drafter's lookahead slots (issue 49); E20-E22: a
 # refusal, an abort's stream, preemption for priority (issue 52); E23: cache namespaces
-# (issue 52, a safety check); E24: prompt logprobs (issue 52, a safety check)
-OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 25))  # E1 .. E24
+# (issue 52, a safety check); E24: prompt logprobs (issue 52, a safety check); E25: LoRA
+# adapters a step runs (issue 52, a safety check)
+OLD_ENGINE_IDS = tuple(f"E{n}" for n in range(1, 26))  # E1 .. E25
 OLD_POLICIES = {
     "E4": True,
     "E9": False,

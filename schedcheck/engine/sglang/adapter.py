@@ -86,6 +86,8 @@ class Sglang:
         prompt_logprobs=True,
         # aborts aimed at a request parked between two chunks of its prefill
         chunk_aborts=True,
+        # LoRA adapters (`--enable-lora`, `--max-loras-per-batch`; a request's `lora_id`)
+        adapters=True,
         # streaming sessions (`--enable-streaming-session`, `/open_session` with streaming):
         # a session's turns are requests of it, its KV held in its slot between them
         sessions=2,

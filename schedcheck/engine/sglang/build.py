@@ -277,6 +277,8 @@ class Build:
             # its cache namespace: the tree keys its nodes by it (RadixKey.extra_key)
             extra_key=request.namespace or None,
             session_params=self.io.SessionParams(id=request.name) if request.session else None,
+            # its LoRA adapter: the scheduler admits by it, and joins it to the extra key
+            lora_id=request.adapter or None,
         )
 
     def open_session(self, name: str) -> Any:
@@ -305,9 +307,15 @@ class Build:
         return out
 
 
+LORA = {"enable_lora": True, "max_lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"]}
+"""A server of LoRA adapters loaded at run time (no `--lora-paths`: a rank and the modules
+are what it then needs); the adapters' weights never matter here, only their ids."""
+
+
 def server_args(config: EngineConfig) -> dict[str, Any]:
     """The server's scheduling arguments a workload sets beyond the budgets: mixed chunks
-    (`enable_mixed_chunk`), a queue limit (`max_queued_requests`, none at 0), and its
+    (`enable_mixed_chunk`), a queue limit (`max_queued_requests`, none at 0), LoRA adapters
+    where the workload serves them (LORA, `max_loras_per_batch`), and its
     policy (workload.POLICIES): SGLang's `schedule_policy`, and for "priority" fcfs with
     priority scheduling on, lower values first (the workload's order), preempting for
     priority by more than `preempt_gap` (`priority_scheduling_preemption_threshold`) or
@@ -315,6 +323,7 @@ def server_args(config: EngineConfig) -> dict[str, Any]:
     limits = {
         "enable_mixed_chunk": config.mixed,
         "max_queued_requests": config.max_queued or None,
+        **(LORA | {"max_loras_per_batch": config.max_adapters} if config.max_adapters else {}),
     }
     if config.policy != "priority":
         return {**limits, "schedule_policy": config.policy}
@@ -405,6 +414,26 @@ class _Worker:
         )
 
 
+def _lora_manager(lora: Any) -> Any:
+    """What the scheduler asks of the model runner's LoRA manager where the server serves
+    adapters (`can_schedule_lora_req`): SGLang's own `LoRAManager.validate_lora_batch`, on
+    a manager of no weights and no pinned adapters holding `max_loras_per_batch` slots;
+    None where it serves none (as the model runner has it)."""
+    if not lora.enable_lora:
+        return None
+    from sglang.srt.lora.lora_manager import LoRAManager
+
+    slots = int(lora.max_loras_per_batch)
+    manager: Any = _Runner(
+        max_loras_per_batch=slots,
+        num_pinned_loras=0,
+        lora_refs={},
+        memory_pool=_Runner(max_loras_per_batch=slots),
+    )
+    manager.validate_lora_batch = functools.partial(LoRAManager.validate_lora_batch, manager)
+    return manager
+
+
 class _Runner:
     """The model runner's fields the scheduler reads (recorded by running it, 0.5.23)."""
 
@@ -427,7 +456,13 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
         from sglang.srt.model_executor.model_runner_components.ngram_embedding_manager import (
             NgramEmbeddingManager,
         )
-        from sglang.srt.runtime_context import get_context, get_device, get_parallel, get_schedule
+        from sglang.srt.runtime_context import (
+            get_context,
+            get_device,
+            get_lora,
+            get_parallel,
+            get_schedule,
+        )
 
         if build.distributed is not None:
             build.distributed(self)
@@ -478,7 +513,7 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
             forward_stream=torch.cpu.Stream(),
             attn_backend=_Runner(),
             prefill_aware_swa=False,
-            lora_manager=None,
+            lora_manager=_lora_manager(get_lora()),
             canary_manager=None,
             hisparse_coordinator=None,
             mtp_draft_device_pools=(),

@@ -63,12 +63,14 @@ TRAITS = Traits(
     update_call="process_batch_result()",
     drafts_in_budget=False,
     turn_keeps_last=True,
+    base_is_adapter=True,
 )
 """SGLang's: a tree page's place names its whole prefix (the radix tree's path to it), and
 the tree must agree with the pages and the rows (E2, E3); its token budget
 (`chunked_prefill_size`) counts a decode as one token, whatever it verifies (E4); a
 session's next turn continues from its last turn's whole output (`Session.create_req`)
-(E7)."""
+(E7); the base model takes one of a batch's LoRA slots (`validate_lora_batch` counts the
+None of a base request) (E25)."""
 
 
 def run_sglang(

@@ -548,6 +548,8 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
             "speculative decoding (the test would need schedcheck's simulated draft worker, "
             "sglang/spec.py, which it does not carry)"
         )
+    if w.config.max_adapters:
+        return "LoRA adapters (the test builds a server of none)"
     if any(r.session for r in w.requests):
         return "a streaming session (the test sends each request once, as one turn)"
     release = _release(root)

@@ -223,6 +223,43 @@ def retracted_exempt(scheduler: Any) -> None:
     scheduler._add_request_to_queue = exempt
 
 
+def adapter_limit_ignored(scheduler: Any) -> None:
+    """Admission asks nothing of the LoRA pool: a request of any adapter joins the batch,
+    however many adapters it already runs (`validate_lora_batch` always yes)."""
+    scheduler.tp_worker.model_runner.lora_manager.validate_lora_batch = lambda ids: True
+
+
+def adapter_key_dropped(scheduler: Any) -> None:
+    """A request's LoRA adapter not joined to its extra key as it is queued: the radix tree
+    matches it against the base model's and every adapter's prefixes."""
+    add = scheduler._add_request_to_queue
+
+    def keyless(req: Any, is_retracted: bool = False) -> None:
+        lora, key = req.lora_id, req.extra_key
+        if lora and key and key.endswith(lora):
+            req.extra_key = key[: -len(lora)] or None
+        add(req, is_retracted=is_retracted)
+
+    scheduler._add_request_to_queue = keyless
+
+
+ADAPTER_MUTANTS = (
+    SglangMutant(
+        "adapter_limit_ignored",
+        "E25",
+        "a batch of more LoRA adapters than max_loras_per_batch",
+        adapter_limit_ignored,
+    ),
+    SglangMutant(
+        "adapter_key_dropped",
+        "E23",
+        "a request's LoRA adapter left out of its cache key",
+        adapter_key_dropped,
+    ),
+)
+"""Mutants of SGLang's LoRA admission and cache key (tests/engine/test_sglang_adapters.py)."""
+
+
 def session_kv_leaked(scheduler: Any) -> None:
     """A streaming session's slot is never released when its client closes it: its KV
     and its row stay held by nobody."""
