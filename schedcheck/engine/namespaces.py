@@ -39,6 +39,13 @@ def check_e23(trace: EngineTrace) -> Iterator[Violation]:
     bs = w.config.block_size
     writer: dict[int, tuple[str, int]] = {}  # slot -> (request, step) that last wrote it
     for step in trace.steps:
+        # a step's writes first, as E2 takes them: a request may read KV another computes
+        # in the same step (vLLM caches a block as it is scheduled)
+        for seq in step.scheduled:
+            start, end = span(seq)
+            for p in range(start, end):
+                if (s := slot_of(seq, p, bs)) is not None:
+                    writer[s] = (seq.name, step.step)
         for seq in step.scheduled:
             start, _ = span(seq)
             for q in range(start):
@@ -56,8 +63,3 @@ def check_e23(trace: EngineTrace) -> Iterator[Violation]:
                     (seq.name, who),
                 )
                 return  # the first crossing tells the story
-        for seq in step.scheduled:
-            start, end = span(seq)
-            for p in range(start, end):
-                if (s := slot_of(seq, p, bs)) is not None:
-                    writer[s] = (seq.name, step.step)

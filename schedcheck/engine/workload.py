@@ -452,9 +452,10 @@ class EngineWorkload:
             if r.namespace and not (len(r.namespace) <= 16 and r.namespace.isalnum())
         )
         found.extend(
-            f"{r.name}'s adapter {r.adapter!r} is not a short name of letters and digits"
+            f"{r.name}'s adapter {r.adapter!r} is not a name of 1 to 7 letters and digits"
             for r in self.requests
-            if r.adapter and not (len(r.adapter) <= 16 and r.adapter.isalnum())
+            if r.adapter
+            and not (len(r.adapter) <= 7 and r.adapter.isascii() and r.adapter.isalnum())
         )
         if not 0 <= c.max_adapters <= 8:
             found.append(f"max_adapters {c.max_adapters} is not a count from 0 (none) to 8")

@@ -99,6 +99,10 @@ class Vllm:
         connectors=tuple(CONNECTORS),  # as its release has them (--features connector)
         load_failures=LOAD_FAILURES,
         sessions=2,  # where its release has them (--features sessions)
+        # requests under cache salts (`cache_salt`) and LoRA adapters (`lora_request`, a
+        # server of `max_loras`), one workload in three each
+        namespaces=True,
+        adapters=True,
         layers=KINDS,  # a window, a chunk or a Mamba layer beside full attention
         # VllmConfig turns the hybrid manager off for chunked local attention with EAGLE
         # (`uses_target_hidden_states`; 0.26's manager asserts it unsupported)

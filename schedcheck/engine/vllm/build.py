@@ -146,11 +146,15 @@ class Build:
             from vllm.v1.core.sched.async_scheduler import AsyncScheduler
         except ImportError:
             AsyncScheduler = None
+        # LoRA adapters: the server's config and a request's adapter (E25, E23)
+        from vllm.config import LoRAConfig
+        from vllm.lora.request import LoRARequest
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
         from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
         from vllm.v1.request import Request, RequestStatus
         from vllm.v1.structured_output import StructuredOutputManager
 
+        self.LoRAConfig, self.LoRARequest = LoRAConfig, LoRARequest
         # speculative decoding: its config (the n-gram method: no draft model to load) and
         # what the engine core hands the scheduler the worker's drafts in
         self.SpeculativeConfig, self.ParallelConfig = SpeculativeConfig, ParallelConfig
@@ -224,6 +228,12 @@ class Build:
         transfer = (
             {"kv_transfer_config": self.transfer_config(workload)} if workload.connector else {}
         )
+        # a server of LoRA adapters, at most max_loras of them among its running requests
+        lora = (
+            {"lora_config": self.LoRAConfig(max_loras=c.max_adapters, max_lora_rank=8)}
+            if c.max_adapters
+            else {}
+        )
         try:
             vllm_config = v.VllmConfig(
                 model_config=model_config,
@@ -232,6 +242,7 @@ class Build:
                 device_config=self.device_config,
                 **speculative,
                 **transfer,
+                **lora,
             )
         except ValueError as e:  # pydantic's ValidationError is one: the release's refusal
             raise NoSuchMode(
@@ -548,6 +559,14 @@ class Build:
         eos = {"eos_token_id": EOS} if self.v.request_eos else {}
         if request.session and not self.v.sessions:
             raise NoSuchMode(f"vLLM {self.version} has no streaming-input sessions (resumable)")
+        # its LoRA adapter (an id of its own per name, the path never read: the scheduler
+        # and the block hasher read the id and the name) and its cache namespace (the
+        # hasher salts its first block's hash with it)
+        adapter = (
+            self.LoRARequest(request.adapter, adapter_id(request.adapter), "/nonexistent")
+            if request.adapter
+            else None
+        )
         return self.v.Request(
             request.name,
             list(request.prompt if prompt is None else prompt),
@@ -556,6 +575,8 @@ class Build:
             arrival_time=arrival,
             priority=request.priority,
             block_hasher=scheduler.schedcheck_hasher,
+            lora_request=adapter,
+            cache_salt=request.namespace or None,
             **eos,
             **({"resumable": resumable} if self.v.sessions else {}),
         )
@@ -611,6 +632,13 @@ class Build:
 
     def aborted(self) -> Any:
         return self.v.RequestStatus.FINISHED_ABORTED
+
+
+def adapter_id(name: str) -> int:
+    """A LoRA adapter's id, from its name (1 to 7 ASCII letters and digits:
+    EngineWorkload.problems), one id per name and the same in every process: positive, as
+    vLLM's ids of adapters are (0 is none), and within 64 bits."""
+    return int.from_bytes(name.encode(), "big")
 
 
 class _Vllm:

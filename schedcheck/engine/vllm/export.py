@@ -701,6 +701,8 @@ def _release(setup: EngineSetup) -> str:
 def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
     """vLLM's calls for the exported test."""
     w = trace.workload
+    if w.config.max_adapters or any(r.namespace for r in w.requests):
+        return "LoRA adapters or cache salts (the test sends neither)"
     mode = Mode.parse(w.config.mode or setup.modes[0])
     looks = bool(setup.config.get("looks_at_device", False))
     cls = "AsyncScheduler" if mode.overlapped else "Scheduler"

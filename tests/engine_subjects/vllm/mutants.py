@@ -39,6 +39,42 @@ class VllmMutant(NamedTuple):
         return kept or tuple(dict.fromkeys(m for m in moved if m in has))
 
 
+def lora_limit_ignored(scheduler: Any) -> None:
+    """The scheduler reads no LoRA config: a waiting request of any adapter is admitted,
+    however many adapters the running requests hold (`max_loras` not kept)."""
+    scheduler.lora_config = None
+
+
+def keys_unhashed(scheduler: Any) -> None:
+    """The block hasher leaves a request's cache salt and LoRA adapter out of its blocks'
+    hashes: a prefix another namespace or adapter computed is a hit."""
+    real = scheduler.schedcheck_hasher
+
+    def hasher(request: Any) -> Any:
+        salt, lora = request.cache_salt, request.lora_request
+        request.cache_salt, request.lora_request = None, None
+        try:
+            return real(request)
+        finally:
+            request.cache_salt, request.lora_request = salt, lora
+
+    scheduler.schedcheck_hasher = hasher
+
+
+KEY_MUTANTS = (
+    VllmMutant(
+        "lora_limit_ignored", "E25", "more LoRA adapters running than max_loras", lora_limit_ignored
+    ),
+    VllmMutant(
+        "keys_unhashed",
+        "E23",
+        "a block's hash without its request's cache salt and adapter",
+        keys_unhashed,
+    ),
+)
+"""Mutants of vLLM's LoRA admission and block keys (tests/engine/test_vllm_adapters.py)."""
+
+
 def lookahead_unreserved(scheduler: Any) -> None:
     """A drafter's lookahead slots not reserved: allocate_slots asked for the step's tokens
     only (its `num_lookahead_tokens` argument 0), for a draft model or an EAGLE head."""
