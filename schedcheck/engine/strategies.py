@@ -337,6 +337,9 @@ def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -
     config, requests = workload.config, list(workload.requests)
     if features.policies and draw(st.integers(0, 2)) == 2:
         config = replace(config, policy=draw(st.sampled_from(features.policies)))
+    if config.policy == "routing-key":  # each client's key: none or one of two
+        keys = ["", "k1", "k2"]
+        requests = [replace(r, routing_key=draw(st.sampled_from(keys))) for r in requests]
     if features.preempt_gap and config.policy == "priority":
         config = replace(config, preempt_gap=draw(st.sampled_from([-1, 0, 1])))
     if features.retract_by_priority and config.policy == "priority":

@@ -54,6 +54,10 @@ POLICIES = {
     "over those it has left to prefill (SGLang's hrrn)",
     "shortest-prefill-first": "the fewest tokens left to prefill first, what the cache "
     "holds counted as done (SGLang's shortest-prefill-first)",
+    "random": "the waiting requests in a random order each step, the server's seed fixed "
+    "(SGLang's random)",
+    "routing-key": "the waiting requests whose routing key (EngineRequest.routing_key) the "
+    "running requests hold most first (SGLang's routing-key)",
 }
 """The scheduling policies a workload may ask for (EngineConfig.policy): the order in which
 waiting requests are admitted. An engine's features say which it has."""
@@ -170,6 +174,9 @@ class EngineRequest:
     # by requests of its adapter (E23, as its namespace), and a step runs requests of at
     # most max_adapters adapters (E25) (SGLang's `lora_id`, vLLM's `lora_request`)
     adapter: str = ""
+    # its client's routing key ("": none), which the routing-key policy groups requests by
+    # (SGLang's `routing_key`)
+    routing_key: str = ""
 
     @property
     def session(self) -> bool:
@@ -457,6 +464,11 @@ class EngineWorkload:
             if r.adapter
             and not (len(r.adapter) <= 7 and r.adapter.isascii() and r.adapter.isalnum())
         )
+        found.extend(
+            f"{r.name}'s routing_key {r.routing_key!r} is not a short name of letters and digits"
+            for r in self.requests
+            if r.routing_key and not (len(r.routing_key) <= 16 and r.routing_key.isalnum())
+        )
         if not 0 <= c.max_adapters <= 8:
             found.append(f"max_adapters {c.max_adapters} is not a count from 0 (none) to 8")
         if any(r.adapter for r in self.requests) and not c.max_adapters:
@@ -654,6 +666,7 @@ class EngineWorkload:
                 str(r.get("namespace", "")),
                 int(r.get("logprobs_from", -1)),
                 str(r.get("adapter", "")),
+                str(r.get("routing_key", "")),
             )
             for r in data["requests"]
         )

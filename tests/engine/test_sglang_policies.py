@@ -15,7 +15,7 @@ from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
 from schedcheck.engine.sglang.config import ADAPTER_POLICIES, policies_of, sglang_setup
 from schedcheck.engine.strategies import PREEMPTION, observe
 from schedcheck.engine.trace import EngineTrace
-from schedcheck.engine.workload import POLICIES, EngineWorkload
+from schedcheck.engine.workload import POLICIES, EngineRequest, EngineWorkload
 
 CHECKS = active(on=SGLANG.policies_on)
 
@@ -26,6 +26,8 @@ OLD = """class CacheAwarePolicy(Enum):
 class CacheAgnosticPolicy(Enum):
     FCFS = "fcfs"  # first come first serve
     LOF = "lof"  # longest output first
+    RANDOM = "random"
+    ROUTING_KEY = "routing-key"  # prioritize by routing key frequency in running batch
 """
 
 
@@ -44,10 +46,23 @@ def test_a_release_without_the_newer_policies_draws_the_older_ones_alone(
     tmp_path: Path,
 ) -> None:
     root = release(tmp_path, OLD)
-    assert policies_of(root / "sglang") == ("lpm", "dfs-weight", "fcfs", "lof")
+    assert policies_of(root / "sglang") == (
+        "lpm",
+        "dfs-weight",
+        "fcfs",
+        "lof",
+        "random",
+        "routing-key",
+    )
     setup = sglang_setup(str(root), argparse.Namespace(loop=None, modes=None))
     assert setup.lacks_policies == ("hrrn", "shortest-prefill-first")
-    assert setup.features(SGLANG.features).policies == ("lpm", "dfs-weight", "lof")
+    assert setup.features(SGLANG.features).policies == (
+        "lpm",
+        "dfs-weight",
+        "lof",
+        "random",
+        "routing-key",
+    )
     assert EngineSetup.from_dict(setup.to_dict()) == setup
 
 
@@ -82,3 +97,21 @@ def test_e14_reads_retraction_by_priority() -> None:
     assert EngineWorkload.from_json(w.to_json()) == w
     plain = replace(w, config=replace(w.config, policy="fcfs"))
     assert any("retract_by_priority under policy 'fcfs'" in p for p in plain.problems(1))
+
+
+def test_a_routing_key_round_trips_and_a_bad_one_is_named() -> None:
+    w = EngineWorkload(
+        replace(
+            EngineTrace.from_dict(
+                json.loads((RETRACTION / "priority_retraction_trace.json").read_text())
+            ).workload.config,
+            policy="routing-key",
+            retract_by_priority=False,
+        ),
+        (EngineRequest("r1", (1, 2), 2, routing_key="k1"), EngineRequest("r2", (2,), 2)),
+    )
+    assert EngineWorkload.from_json(w.to_json()) == w and w.problems(smallest_block=1) == []
+    bad = replace(w, requests=(replace(w.requests[0], routing_key="k 1"), w.requests[1]))
+    assert bad.problems(smallest_block=1) == [
+        "r1's routing_key 'k 1' is not a short name of letters and digits"
+    ]

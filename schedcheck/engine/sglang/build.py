@@ -279,6 +279,7 @@ class Build:
             session_params=self.io.SessionParams(id=request.name) if request.session else None,
             # its LoRA adapter: the scheduler admits by it, and joins it to the extra key
             lora_id=request.adapter or None,
+            routing_key=request.routing_key or None,
         )
 
     def open_session(self, name: str) -> Any:
@@ -321,6 +322,9 @@ def server_args(config: EngineConfig) -> dict[str, Any]:
     priority by more than `preempt_gap` (`priority_scheduling_preemption_threshold`) or
     not at all (-1: `disable_priority_preemption`)."""
     limits = {
+        # the seed the scheduler sets (`set_random_seed`): the random policy's order is the
+        # same in every run of a workload
+        "random_seed": 0,
         "enable_mixed_chunk": config.mixed,
         "max_queued_requests": config.max_queued or None,
         **(LORA | {"max_loras_per_batch": config.max_adapters} if config.max_adapters else {}),

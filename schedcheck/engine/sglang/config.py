@@ -18,7 +18,15 @@ __all__ = ["overlaps_by_default", "pages_on_a_cpu", "policies_of", "sglang_setup
 
 # the policies beside fcfs and priority its adapter draws (adapter.Sglang.features), which
 # a release may lack
-ADAPTER_POLICIES = ("lpm", "dfs-weight", "lof", "hrrn", "shortest-prefill-first")
+ADAPTER_POLICIES = (
+    "lpm",
+    "dfs-weight",
+    "lof",
+    "hrrn",
+    "shortest-prefill-first",
+    "random",
+    "routing-key",
+)
 
 EXTRA = (
     "python -m pip install 'schedcheck[sglang]', or .ci/install-sglang on a machine without "
