@@ -16,6 +16,7 @@ from schedcheck.engine.command import drawn
 from schedcheck.engine.local import LocalEngine
 from schedcheck.engine.search import search_engine
 from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
+from schedcheck.engine.sglang.build import keyed
 from schedcheck.engine.strategies import ADAPTERS_FULL
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
 from tests.engine.test_sglang import CHECKS, LOOPS, build
@@ -81,21 +82,23 @@ def test_sglang_08_a_base_request_reads_an_adapter_s_kv_where_the_keys_meet(
     sglang: LocalEngine,
 ) -> None:
     """SGLang joins a request's LoRA id to its extra key by concatenation (`Req.__init__`):
-    adapter "x" under extra key "a" and the base model under extra key "ax" are one key, so
+    adapter "x" under extra key "b" and the base model under extra key "bx" are one key, so
     r2 (the base model) is served the KV r1 computed with its adapter (E23). With any other
-    extra key it is not."""
+    extra key it is not. (The adapter sends namespaces "b", "bx" and "d" as extra keys:
+    build.keyed.)"""
     build(sglang).patch = None
     meet = EngineWorkload(
         EngineConfig(40, 1, 3, 8, mode="normal", max_adapters=2),
         (
-            EngineRequest("r1", (1, 2, 1, 2), 4, namespace="a", adapter="x"),
-            EngineRequest("r2", (1, 2, 1, 2), 4, arrival=3, namespace="ax"),
+            EngineRequest("r1", (1, 2, 1, 2), 4, namespace="b", adapter="x"),
+            EngineRequest("r2", (1, 2, 1, 2), 4, arrival=3, namespace="bx"),
         ),
         2,
     )
+    assert keyed("b")["extra_key"] == "b" and keyed("bx")["extra_key"] == "bx"
     found = check_engine(sglang.run(meet), CHECKS)
     assert found and found[0].check == "E23" and "adapter 'x'" in found[0].message
     apart = EngineWorkload(
-        meet.config, (meet.requests[0], replace(meet.requests[1], namespace="b")), 2
+        meet.config, (meet.requests[0], replace(meet.requests[1], namespace="d")), 2
     )
     assert check_engine(sglang.run(apart), CHECKS) == []

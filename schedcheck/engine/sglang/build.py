@@ -40,7 +40,7 @@ from typing import Any
 from schedcheck.engine.sglang import spec, standins
 from schedcheck.engine.workload import EOS, EngineConfig, EngineRequest
 
-__all__ = ["Build", "Channels", "Model", "server_args"]
+__all__ = ["Build", "Channels", "Model", "keyed", "server_args"]
 
 Model = Callable[[Any], list[int]]  # the simulated model: a ScheduleBatch -> a token per request
 CONTEXT = 4096  # the model's context length: above any request, so the pool is what limits
@@ -274,8 +274,9 @@ class Build:
             token_ids_logprob=None,
             stream=request.stream,
             priority=request.priority if priorities else None,
-            # its cache namespace: the tree keys its nodes by it (RadixKey.extra_key)
-            extra_key=request.namespace or None,
+            # its cache namespace: the tree keys its nodes by it (RadixKey's extra_key or
+            # cache_salt: `keyed`)
+            **keyed(request.namespace),
             session_params=self.io.SessionParams(id=request.name) if request.session else None,
             # its LoRA adapter: the scheduler admits by it, and joins it to the extra key
             lora_id=request.adapter or None,
@@ -306,6 +307,20 @@ class Build:
             while queue.items:
                 out.append(self.io.sock_recv(queue, self.zmq.NOBLOCK))
         return out
+
+
+def keyed(namespace: str) -> dict[str, str | None]:
+    """A cache namespace as a client of SGLang sends one: its request's `extra_key` or its
+    `cache_salt`, the two fields the radix tree keys its nodes by (RadixKey, each compared
+    apart: `_check_compatible`); which, by its name (the last letter's code even:
+    extra_key, odd: cache_salt), so that the workloads' namespaces use both."""
+    if not namespace:
+        return {"extra_key": None, "cache_salt": None}
+    salted = ord(namespace[-1]) % 2 == 1
+    return {
+        "extra_key": None if salted else namespace,
+        "cache_salt": namespace if salted else None,
+    }
 
 
 LORA = {"enable_lora": True, "max_lora_rank": 8, "lora_target_modules": ["q_proj", "v_proj"]}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from schedcheck.engine.adapter import EngineSetup
 from schedcheck.engine.export import Rendered, names_literal
-from schedcheck.engine.sglang.build import TINY_LLAMA, server_args
+from schedcheck.engine.sglang.build import TINY_LLAMA, keyed, server_args
 from schedcheck.engine.sglang.drive import LOOPS
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.workload import EOS
@@ -446,7 +446,7 @@ message = io_struct.TokenizedGenerateReqInput(
     mm_inputs=None, sampling_params=params, return_logprob=False, logprob_start_len=-1,
     top_logprobs_num=0, token_ids_logprob=None, stream=name in STREAMED,
     priority=priority if SERVER.get("enable_priority_scheduling") else None,
-    extra_key=NAMESPACES.get(name),
+    **NAMESPACES.get(name, {}),
 )  # as its tokenizer manager sends it (_create_tokenized_object)
 engine.send(message)
 engine.added.append(name)
@@ -566,8 +566,8 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         "# its server's scheduling arguments",
         f"SERVER = {pprint.pformat(server_args(w.config), width=88, sort_dicts=False)}",
         f"STREAMED = {names_literal(r.name for r in w.requests if r.stream)}  # clients streamed",
-        f"NAMESPACES = { ({r.name: r.namespace for r in w.requests if r.namespace})!r}"
-        "  # cache namespaces (extra_key)",
+        f"NAMESPACES = { ({r.name: keyed(r.namespace) for r in w.requests if r.namespace})!r}"
+        "  # cache namespaces (extra_key or cache_salt)",
     ]
     version = release.removeprefix("sglang==")
     return Rendered(

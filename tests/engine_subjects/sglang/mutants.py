@@ -108,12 +108,12 @@ def gap_ignored(scheduler: Any) -> None:
 
 
 def namespace_dropped(scheduler: Any) -> None:
-    """A request's cache namespace (`extra_key`) dropped as it is queued: the radix tree
-    matches it against every namespace's prefixes."""
+    """A request's cache namespace (`extra_key`, `cache_salt`) dropped as it is queued: the
+    radix tree matches it against every namespace's prefixes."""
     add = scheduler._add_request_to_queue
 
     def keyless(req: Any, is_retracted: bool = False) -> None:
-        req.extra_key = None
+        req.extra_key, req.cache_salt = None, None
         add(req, is_retracted=is_retracted)
 
     scheduler._add_request_to_queue = keyless
