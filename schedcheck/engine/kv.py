@@ -32,7 +32,7 @@ from schedcheck.engine.trace import EngineTrace, Pool, Scheduled, Transfer, comp
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
 
-__all__ = ["Written", "check_e2", "held", "holds", "show", "slot_of", "span"]
+__all__ = ["Written", "check_e2", "held", "holds", "show", "slot_of", "span", "table_slot"]
 
 Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at which step
 
@@ -62,7 +62,7 @@ def check_e2(trace: EngineTrace) -> Iterator[Violation]:
                 _load(t, slots, store, bs, step.step)
             if t.kind == "load":  # full attention's KV now (a connector loads no other)
                 for p in t.moved:
-                    groups.full_wrote(_table_slot(t.table, p, bs))
+                    groups.full_wrote(table_slot(t.table, p, bs))
         # nano-vllm's decode writes into the table's last block, whatever p says
         last = runner.decode == "last-block" and not step.is_prefill
         copies = (*step.copies, *[None] * len(step.scheduled))  # a failed step has fewer
@@ -154,7 +154,7 @@ class _Groups:
                         self.owner[slot] = g
                 continue
             for p in range(start, end):
-                at = _table_slot(table, p, self.bs)
+                at = table_slot(table, p, self.bs)
                 if at is not None:
                     self.slots[at] = (p, tokens[: p + 1], f"{seq.name}'s {layer} layer", step)
                     self.owner[at] = g
@@ -210,7 +210,7 @@ class _Groups:
             if layer.state:  # read_state's: the state its step starts from
                 continue
             for q in range(layer.reads(start).start, end):
-                slot = _table_slot(table, q, self.bs)
+                slot = table_slot(table, q, self.bs)
                 want = tokens[: q + 1]
                 found = self.slots.get(slot) if slot is not None else None
                 if holds(found, q, want) and slot is not None and self.owner.get(slot) == g:
@@ -241,7 +241,7 @@ def _load(t: Transfer, slots: dict[int, Written], store: Store, bs: int, step: i
     """A load ended: its blocks hold what the store held for each position, its failed
     blocks garbage."""
     for p in t.moved:
-        slot = _table_slot(t.table, p, bs)
+        slot = table_slot(t.table, p, bs)
         if slot is None:
             continue
         found = store.get(t.tokens[: p + 1])
@@ -257,7 +257,7 @@ def _load(t: Transfer, slots: dict[int, Written], store: Store, bs: int, step: i
 def _save(t: Transfer, slots: dict[int, Written], store: Store, bs: int, step: int) -> None:
     """A save ended: the store holds what its blocks held then, for each position."""
     for p in t.moved:
-        slot = _table_slot(t.table, p, bs)
+        slot = table_slot(t.table, p, bs)
         found = slots.get(slot) if slot is not None else None
         store[t.tokens[: p + 1]] = (
             (NOTHING, (), f"nothing: {t.name}'s save found none", step)
@@ -277,7 +277,7 @@ def _moved(t: Transfer, bs: int) -> Iterator[tuple[int | None, int]]:
     for p in t.moved:
         i = p // bs - first
         if 0 <= i < len(t.remote):
-            yield _table_slot(t.table, p, bs), t.remote[i] * bs + p % bs
+            yield table_slot(t.table, p, bs), t.remote[i] * bs + p % bs
 
 
 def _load_job(
@@ -313,7 +313,8 @@ def _store_job(
         )
 
 
-def _table_slot(table: tuple[int, ...], p: int, bs: int) -> int | None:
+def table_slot(table: tuple[int, ...], p: int, bs: int) -> int | None:
+    """The slot of position `p` through a block table (a transfer's)."""
     index = p // bs
     return table[index] * bs + p % bs if index < len(table) else None
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.engine.kv import slot_of, span
+from schedcheck.engine.kv import slot_of, span, table_slot
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.invariants.violation import Violation
 
@@ -39,6 +39,13 @@ def check_e23(trace: EngineTrace) -> Iterator[Violation]:
     bs = w.config.block_size
     writer: dict[int, tuple[str, int]] = {}  # slot -> (request, step) that last wrote it
     for step in trace.steps:
+        # the loads that ended by the step's start (a KV connector's): the KV a request's
+        # connector found for it is its own (what the store keys it by is the connector's)
+        for t in step.transfers:
+            if t.phase == "end" and t.kind == "load":
+                for p in t.moved:
+                    if (s := table_slot(t.table, p, bs)) is not None:
+                        writer[s] = (t.name, step.step)
         # a step's writes first, as E2 takes them: a request may read KV another computes
         # in the same step (vLLM caches a block as it is scheduled)
         for seq in step.scheduled:

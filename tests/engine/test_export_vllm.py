@@ -34,7 +34,7 @@ from schedcheck.engine.search import search_engine
 from schedcheck.engine.verdict import verify_engine
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
-from tests.engine.vllm_engine import local_vllm
+from tests.engine.vllm_engine import local_vllm, unkeyed
 from tests.engine_subjects.exported import run_exported
 from tests.engine_subjects.vllm.mutants import MUTANTS
 
@@ -246,7 +246,7 @@ def _exported_mutant(
     checks = [c for c in active(frozenset(), VLLM.policies_on) if c not in mutant.off]
     local.loaded.build.patch = mutant.patch
     try:
-        found = search_engine(local, 1000, checks, True, features, (mode,))
+        found = search_engine(local, 1000, checks, True, unkeyed(features), (mode,))
     finally:
         local.loaded.build.patch = None
     assert found.failure is not None, f"{name} was not caught"
@@ -301,7 +301,7 @@ def test_a_draft_schedule_by_batch_size_is_exported_as_the_scheduler_asks(
     checks = [c for c in active(frozenset(), VLLM.policies_on) if c not in mutant.off]
     engine.loaded.build.patch = mutant.patch
     try:
-        features = engine.setup.features(VLLM.features)
+        features = unkeyed(engine.setup.features(VLLM.features))
         found = search_engine(engine, 1000, checks, True, features, (mode,))
         assert found.failure is not None, "rejected_kept was not caught"
         w = found.failure[0]

@@ -36,6 +36,7 @@ from schedcheck.engine.trace import UNDRIVABLE
 from schedcheck.engine.vllm.adapter import ADAPTER as VLLM
 from schedcheck.engine.vllm.config import vllm_setup
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
+from tests.engine.vllm_engine import unkeyed
 from tests.engine_subjects.vllm.mutants import MUTANTS, VllmMutant
 
 pytestmark = pytest.mark.vllm
@@ -240,7 +241,7 @@ def test_each_mutant_of_the_release_is_caught_by_its_check(
         if mutant.layers and not features.layers:
             pytest.skip("this release's planner lays out no hybrid model (Release.hybrid)")
         features = features if mutant.layers else replace(features, layers=())
-        found = search_engine(vllm, 1000, checks, True, features, modes)
+        found = search_engine(vllm, 1000, checks, True, unkeyed(features), modes)
     finally:
         build(vllm).patch = None
     assert found.failure is not None, f"{mutant.name} ({mutant.bug}) was not caught"
