@@ -32,7 +32,17 @@ from schedcheck.engine.trace import EngineTrace, Pool, Scheduled, Transfer, comp
 from schedcheck.engine.traits import Traits
 from schedcheck.invariants.violation import Violation
 
-__all__ = ["Written", "check_e2", "held", "holds", "show", "slot_of", "span", "table_slot"]
+__all__ = [
+    "Written",
+    "check_e2",
+    "held",
+    "holds",
+    "moved_slots",
+    "show",
+    "slot_of",
+    "span",
+    "table_slot",
+]
 
 Written = tuple[int, tuple[int, ...], str, int]  # position, prefix, by whom, at which step
 
@@ -270,7 +280,7 @@ NOTHING = -2  # a slot's position where it holds no KV at all
 STATE = -3  # a slot's position where its block holds a state layer's state of a prefix
 
 
-def _moved(t: Transfer, bs: int) -> Iterator[tuple[int | None, int]]:
+def moved_slots(t: Transfer, bs: int) -> Iterator[tuple[int | None, int]]:
     """An offloading job's positions: (the engine's slot, the tier's slot) of each. Its
     `remote` blocks are the tier's for its blocks in order, from the block of `first`."""
     first = t.first // bs
@@ -284,7 +294,7 @@ def _load_job(
     t: Transfer, slots: dict[int, Written], tier: dict[int, Written], bs: int, step: int
 ) -> None:
     """An offloading load ended: its blocks hold what the tier's blocks held."""
-    for slot, remote in _moved(t, bs):
+    for slot, remote in moved_slots(t, bs):
         if slot is None:
             continue
         found = tier.get(remote)
@@ -299,7 +309,7 @@ def _store_job(
     t: Transfer, slots: dict[int, Written], tier: dict[int, Written], bs: int, step: int
 ) -> None:
     """An offloading store ended: the tier's blocks hold what its blocks held then."""
-    for slot, remote in _moved(t, bs):
+    for slot, remote in moved_slots(t, bs):
         found = slots.get(slot) if slot is not None else None
         tier[remote] = (
             (NOTHING, (), f"nothing: {t.name}'s store found none", step)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from schedcheck.engine.kv import slot_of, span, table_slot
+from schedcheck.engine.kv import moved_slots, slot_of, span, table_slot
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.invariants.violation import Violation
 
@@ -38,11 +38,24 @@ def check_e23(trace: EngineTrace) -> Iterator[Violation]:
         return
     bs = w.config.block_size
     writer: dict[int, tuple[str, int]] = {}  # slot -> (request, step) that last wrote it
+    tier: dict[int, tuple[str, int]] = {}  # an offloading tier's slot -> whose KV it holds
     for step in trace.steps:
-        # the loads that ended by the step's start (a KV connector's): the KV a request's
-        # connector found for it is its own (what the store keys it by is the connector's)
+        # the transfers that ended by the step's start (a KV connector's): an offloading
+        # tier's blocks hold whose KV its store jobs took, and give it back as its load
+        # jobs end; an external store's prefixes (the simulated connector's, there from the
+        # start) are no request's, so what a load brings from it is the loader's own
         for t in step.transfers:
-            if t.phase == "end" and t.kind == "load":
+            if t.phase != "end":
+                continue
+            if t.remote:
+                for s, remote in moved_slots(t, bs):
+                    if s is None:
+                        continue
+                    if t.kind == "load":
+                        writer[s] = tier.get(remote, (t.name, step.step))
+                    elif s in writer:
+                        tier[remote] = writer[s]
+            elif t.kind == "load":
                 for p in t.moved:
                     if (s := table_slot(t.table, p, bs)) is not None:
                         writer[s] = (t.name, step.step)

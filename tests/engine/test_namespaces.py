@@ -85,3 +85,16 @@ def test_namespaces_are_drawn_only_where_the_engine_has_them(data: st.DataObject
     plain = data.draw(engine_workloads(features=PLAIN))
     assert not any(r.namespace for r in plain.requests)
     assert NAMESPACE_APART in labels(SGLANG.features) and NAMESPACE_APART not in labels(PLAIN)
+
+
+def test_e23_follows_kv_through_an_offloading_tier() -> None:
+    """vLLM's offloading run (tests/engine_subjects/vllm/offload_trace.json): r3's block is
+    stored to the tier, and r4 loads it back at step 6 and starts over it at step 7. With
+    r3 in namespace "a" and r4 in the shared one, r4 reads r3's KV through the tier: E23;
+    both in "a": quiet."""
+    offload = EngineTrace.from_dict(
+        json.loads((TRACE.parent.parent / "vllm" / "offload_trace.json").read_text())
+    )
+    (v,) = check_engine(spaced(offload, r3="a"), CHECKS)
+    assert (v.check, v.step, v.seq_ids) == ("E23", 7, ("r4", "r3"))
+    assert check_engine(spaced(offload, r3="a", r4="a"), CHECKS) == []

@@ -112,3 +112,26 @@ def test_a_hit_on_a_block_another_request_computes_in_the_same_step(vllm: LocalE
     moved = replace(trace, workload=replace(trace.workload, requests=(*w.requests[:4], r5)))
     found = [v for v in check_engine(moved, CHECKS) if v.check == "E23"]
     assert found and found[0].seq_ids == ("r5", "r3")
+
+
+def test_a_load_from_the_external_store_is_the_loader_s_own(vllm: LocalEngine) -> None:
+    """A search's counterexample before E23 read transfers: r2 (namespace a) computes
+    position 0 in block 1 and ends; r1 (the shared namespace) then loads position 0 from
+    the simulated connector's store into that block and starts at 1. The store's prefixes
+    are no request's, so what the load brought is r1's own: E23 quiet."""
+    w = EngineWorkload(
+        EngineConfig(2, 2, 1, 1, mode="sync-v1"),
+        (
+            EngineRequest("r1", (1, 1), 1, lookup_wait=1),
+            EngineRequest("r2", (1,), 1, namespace="a"),
+            *(EngineRequest(f"r{i}", (1,), 1) for i in (3, 4, 5)),
+        ),
+        1,
+        connector="simulated",
+        stored=((1,),),
+        load_failure="fail",
+    )
+    modes = [m for m in vllm.setup.modes if m in ("async-v2", "sync-v1", "sync-v2")]
+    trace = vllm.run(replace(w, config=replace(w.config, mode=modes[0])))
+    loads = [t for s in trace.steps for t in s.transfers if t.kind == "load" and t.name == "r1"]
+    assert loads and check_engine(trace, CHECKS) == []
