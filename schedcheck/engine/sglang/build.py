@@ -467,6 +467,7 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
         torch = build.torch
         from sglang.srt.layers import dp_attention
         from sglang.srt.mem_cache.allocation_sizing import get_req_to_token_extra_context_len
+        from sglang.srt.utils.common import set_random_seed
         from sglang.srt.mem_cache.allocator import (
             PagedTokenToKVPoolAllocator,
             TokenToKVPoolAllocator,
@@ -586,5 +587,8 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
         self.dp_tp_cpu_group = self.dp_tp_group.cpu_group
         self.pad_input_ids_func = None
         self.startup_available_gpu_memory_gb = 0.0
+        # as SGLang's init_model_worker ends: every library seeded with the server's seed
+        # (the random policy's shuffles read Python's)
+        set_random_seed(self.random_seed)
 
     return init_model_worker
