@@ -449,6 +449,8 @@ class SglangDriver(PlainDriver):
         if name not in self.sessions:
             self.done.add(name)
             return
+        if name in self.closing or name not in self.live:
+            return  # its end said twice (an AbortReq and the finish): closed once
         if aborted:
             self.ending.add(name)
         self._turn_ended(name)
