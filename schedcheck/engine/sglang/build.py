@@ -467,7 +467,6 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
         torch = build.torch
         from sglang.srt.layers import dp_attention
         from sglang.srt.mem_cache.allocation_sizing import get_req_to_token_extra_context_len
-        from sglang.srt.utils.common import set_random_seed
         from sglang.srt.mem_cache.allocator import (
             PagedTokenToKVPoolAllocator,
             TokenToKVPoolAllocator,
@@ -483,6 +482,7 @@ def _init_model_worker(build: Build) -> Callable[[Any], None]:
             get_parallel,
             get_schedule,
         )
+        from sglang.srt.utils.common import set_random_seed
 
         if build.distributed is not None:
             build.distributed(self)
