@@ -120,6 +120,9 @@ class Features:
     # adapters or the base model (EngineRequest.adapter), in a share of the workloads
     # without drafts
     adapters: bool = False
+    # requests whose prompts carry embeddings of their own (EngineRequest.embeds), in a
+    # share of the workloads without drafts
+    embeds: bool = False
     # aborts aimed between two chunks of a prefill, in a share of the workloads (an engine
     # that parks a chunked request between steps: SGLang's chunked_req)
     chunk_aborts: bool = False

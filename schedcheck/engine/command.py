@@ -119,9 +119,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "(streaming-input sessions: continuation chunks under one request; vLLM), hybrid "
         "(hybrid models' KV cache groups; vLLM), policies, priority-preemption, "
         "priority-retraction, mixed, "
-        "queue-limit, streams, pressure, namespaces, logprobs (the server's scheduling "
-        "arguments, its clients' streaming, cache namespaces and prompt logprobs, "
-        "decode-pressure workloads; SGLang), or "
+        "queue-limit, streams, pressure, namespaces, logprobs, adapters, embeds (the "
+        "server's scheduling arguments, its clients' streaming, cache namespaces, prompt "
+        "logprobs, LoRA adapters and prompts carrying embeddings, decode-pressure "
+        "workloads; SGLang), or "
         "none (default: every one the engine's adapter drives, each in a share of the "
         "workloads)",
     )
@@ -343,6 +344,7 @@ SCHEDULING = (
     ("namespaces", "namespaces", "cache namespaces"),
     ("logprobs", "prompt_logprobs", "prompt logprobs"),
     ("adapters", "adapters", "LoRA adapters"),
+    ("embeds", "embeds", "prompts carrying embeddings"),
 )
 FEATURES = ("spec", "connector", "sessions", "hybrid", *(name for name, _, _ in SCHEDULING))
 """What --features names: spec, speculative decoding (Features.drafts); connector, a KV
@@ -350,7 +352,7 @@ connector's transfers (Features.connectors); sessions, streaming-input sessions
 (Features.sessions); hybrid, hybrid models' KV cache groups (Features.layers); and the
 scheduling a server is told and its clients ask (SCHEDULING: Features.policies,
 preempt_gap, retract_by_priority, mixed, queue_limit, streams, pressure, namespaces,
-prompt_logprobs, adapters)."""
+prompt_logprobs, adapters, embeds)."""
 
 
 def drawn(features: Features, asked: str | None, title: str) -> Features:
@@ -562,6 +564,8 @@ def unsupported(
         "prompt logprobs": features.prompt_logprobs
         or not any(r.logprobs_from >= 0 for r in workload.requests),
         "LoRA adapters": features.adapters or not workload.config.max_adapters,
+        "prompts carrying embeddings": features.embeds
+        or not any(r.embeds for r in workload.requests),
     }
     found = [
         f"{what}, which this engine's adapter does not drive" for what, ok in has.items() if not ok

@@ -3,7 +3,10 @@ namespace wrote it (EngineRequest.namespace: SGLang's `extra_key`, which keys it
 tree, `RadixKey._check_compatible`; vLLM's `cache_salt` is of the same kind), and of its
 own LoRA adapter (EngineRequest.adapter: an adapter's KV is not the base model's, nor
 another adapter's; SGLang joins `lora_id` to the extra key, vLLM hashes the LoRA's name
-into each block's hash).
+into each block's hash); a request whose prompt carries embeddings of its own
+(EngineRequest.embeds: SGLang's `positional_embed_overrides`, which `init_next_round_input`
+matches against nothing and `skip_radix_cache_insert` keeps out of the tree) is a
+namespace of its own.
 
 The KV another namespace computed for the same tokens is the same numbers, so no output
 changes and E2 stays quiet: what breaks is the isolation a client asked for (a tenant's
@@ -24,17 +27,19 @@ from schedcheck.invariants.violation import Violation
 __all__ = ["check_e23"]
 
 
-def _shown(space: tuple[str, str]) -> str:
+def _shown(space: tuple[str, str, str]) -> str:
     """Where a request's KV belongs, as the reports name it."""
-    namespace, adapter = space
+    namespace, adapter, own = space
+    if own:
+        return "its prompt carrying embeddings of its own"
     said = f"namespace {namespace!r}"
     return f"{said}, adapter {adapter!r}" if adapter else said
 
 
 def check_e23(trace: EngineTrace) -> Iterator[Violation]:
     w = trace.workload
-    space = {r.name: (r.namespace, r.adapter) for r in w.requests}
-    if not any(n or a for n, a in space.values()):
+    space = {r.name: (r.namespace, r.adapter, r.name if r.embeds else "") for r in w.requests}
+    if not any(any(s) for s in space.values()):
         return
     bs = w.config.block_size
     writer: dict[int, tuple[str, int]] = {}  # slot -> (request, step) that last wrote it

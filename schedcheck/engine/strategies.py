@@ -15,6 +15,7 @@ longer outputs, tighter pools, and blocks its pool keeps out of play (vLLM's nul
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from itertools import pairwise
 
@@ -105,6 +106,7 @@ MIXED_STEP = "a step computing a prefill chunk beside decodes"
 NAMESPACE_APART = "a prompt prefix another namespace computed before, not shared"
 LOGPROBS_CAP = "a prefix-cache hit cut at the position prompt logprobs are asked from"
 ADAPTERS_FULL = "a request left waiting while the step ran as many LoRA adapters as served"
+EMBEDS_APART = "a prompt prefix computed before, not shared with a request carrying embeddings"
 SPEC = (DRAFTS_ALL, DRAFTS_NONE, DRAFTS_SOME, DRAFTS_FEW, DRAFTS_PREEMPTED, DRAFTS_LOOKAHEAD)
 LABELS = (
     PREFIX_HIT,
@@ -162,6 +164,7 @@ def labels(
         *((RETRACTED_BY_PRIORITY,) if features.retract_by_priority else ()),
         *((LOGPROBS_CAP,) if features.prompt_logprobs else ()),
         *((ADAPTERS_FULL,) if features.adapters else ()),
+        *((EMBEDS_APART,) if features.embeds else ()),
         *(policy_label(p) for p in features.policies),
     )
     states = bool(set(features.layers) & set(STATE_KINDS))
@@ -392,6 +395,14 @@ def _scheduling(draw: st.DrawFn, workload: EngineWorkload, features: Features) -
             replace(r, adapter=draw(st.sampled_from(["", "x", "y"]))) for r in workload.requests
         ]
         workload = replace(workload, config=config, requests=tuple(requests))
+    if features.embeds and not workload.drafts and draw(st.booleans()):
+        # one workload in two (none that drafts): a request in two (no session's turn)
+        # carries embeddings of its own in its prompt, over the workload's shared stems
+        requests = [
+            replace(r, embeds=True) if draw(st.booleans()) and not r.session else r
+            for r in workload.requests
+        ]
+        workload = replace(workload, requests=tuple(requests))
     return workload
 
 
@@ -692,19 +703,24 @@ def _drafts(trace: EngineTrace, step: EngineStep) -> set[str]:
     return seen
 
 
-def _apart(trace: EngineTrace, step: EngineStep, ran: set[str], started: set[str]) -> bool:
-    """A request first computed in this step whose prompt begins with a block another
-    namespace's request computed in an earlier step: a prefix it must not share."""
+def _apart(
+    trace: EngineTrace,
+    step: EngineStep,
+    ran: set[str],
+    started: set[str],
+    apart: Callable[[EngineRequest, EngineRequest], bool],
+) -> bool:
+    """A request first computed in this step whose prompt begins with a block a request
+    `apart` from it (another namespace's; one of them carrying embeddings) computed in
+    an earlier step: a prefix it must not share."""
     w = trace.workload
-    if not any(r.namespace for r in w.requests):
-        return False
     by_name, bs = {r.name: r for r in w.requests}, w.config.block_size
     for seq in step.scheduled:
         r = by_name[seq.name]
         if seq.name in started or len(r.prompt) <= bs:
             continue
         if any(
-            by_name[o].namespace != r.namespace
+            apart(by_name[o], r)
             and len(by_name[o].prompt) > bs
             and by_name[o].prompt[:bs] == r.prompt[:bs]
             for o in ran
@@ -934,6 +950,8 @@ def observe(trace: EngineTrace) -> set[str]:
     drafting: set[str] = set()  # requests the previous step scheduled drafts for
     streamed: set[str] = set()  # requests whose client was sent output so far
     ran: set[str] = set()  # requests scheduled so far
+    spaces = any(r.namespace for r in trace.workload.requests)
+    embeds = any(r.embeds for r in trace.workload.requests)
     if trace.workload.config.policy not in ("fcfs", "priority"):
         seen.add(policy_label(trace.workload.config.policy))
     for step in trace.steps:
@@ -942,8 +960,10 @@ def observe(trace: EngineTrace) -> set[str]:
         seen |= _drafts(trace, step)
         if set(step.refused) - ran:  # a refusal of one that ran is E20's, no arrival's
             seen.add(REFUSED)
-        if _apart(trace, step, ran, started):
+        if spaces and _apart(trace, step, ran, started, lambda a, b: a.namespace != b.namespace):
             seen.add(NAMESPACE_APART)
+        if embeds and _apart(trace, step, ran, started, lambda a, b: a.embeds or b.embeds):
+            seen.add(EMBEDS_APART)
         if previous is not None and _capped(trace, previous, step, started):
             seen.add(LOGPROBS_CAP)
         if at_limit(trace, step):

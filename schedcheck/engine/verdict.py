@@ -209,6 +209,8 @@ def _request(r: EngineRequest, jobs: bool = False) -> str:
         words.append(f"namespace {r.namespace}")
     if r.adapter:
         words.append(f"LoRA adapter {r.adapter}")
+    if r.embeds:
+        words.append("its prompt carrying embeddings of its own")
     if r.logprobs_from >= 0:
         words.append(f"prompt logprobs from {r.logprobs_from}")
     if r.priority:

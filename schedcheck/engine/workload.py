@@ -177,6 +177,11 @@ class EngineRequest:
     # its client's routing key ("": none), which the routing-key policy groups requests by
     # (SGLang's `routing_key`)
     routing_key: str = ""
+    # its prompt carries embeddings of its own at some positions beside its token ids
+    # (SGLang's `positional_embed_overrides`): its KV is not its tokens' alone, so it
+    # reads no cached KV another request computed and lends none (E23, as a namespace of
+    # its own)
+    embeds: bool = False
 
     @property
     def session(self) -> bool:
@@ -667,6 +672,7 @@ class EngineWorkload:
                 int(r.get("logprobs_from", -1)),
                 str(r.get("adapter", "")),
                 str(r.get("routing_key", "")),
+                bool(r.get("embeds", False)),
             )
             for r in data["requests"]
         )

@@ -23,7 +23,13 @@ from schedcheck.engine.adapter import PLAIN
 from schedcheck.engine.checks import active, check_engine
 from schedcheck.engine.command import unsupported
 from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
-from schedcheck.engine.strategies import NAMESPACE_APART, engine_workloads, labels, observe
+from schedcheck.engine.strategies import (
+    EMBEDS_APART,
+    NAMESPACE_APART,
+    engine_workloads,
+    labels,
+    observe,
+)
 from schedcheck.engine.trace import EngineTrace
 from schedcheck.engine.workload import EngineWorkload
 
@@ -98,3 +104,29 @@ def test_e23_follows_kv_through_an_offloading_tier() -> None:
     (v,) = check_engine(spaced(offload, r3="a"), CHECKS)
     assert (v.check, v.step, v.seq_ids) == ("E23", 7, ("r4", "r3"))
     assert check_engine(spaced(offload, r3="a", r4="a"), CHECKS) == []
+
+
+def embedded(trace: EngineTrace, *names: str) -> EngineTrace:
+    """The trace with the named requests' prompts carrying embeddings of their own."""
+    w = trace.workload
+    requests = tuple(replace(r, embeds=r.name in names) for r in w.requests)
+    return replace(trace, workload=replace(w, requests=requests))
+
+
+def test_e23_reads_a_prompt_carrying_embeddings_as_a_namespace_of_its_own() -> None:
+    """r3 reads r1's KV (both in namespace "a"): with r1's prompt carrying embeddings that
+    KV is not r3's to read (SGLang's `skip_radix_cache_insert`), nor with r3's (its match
+    skipped); E23 fires, naming it; so with r2's, which r4 reads. Without embeddings the
+    run holds (test_the_recorded_run_is_what_the_docstring_says_and_every_check_holds; the
+    release on workloads that carry them: tests/engine/test_sglang_embeds.py)."""
+    for who, pair in (("r1", ("r3", "r1")), ("r3", ("r3", "r1")), ("r2", ("r4", "r2"))):
+        found = check_engine(embedded(recorded(), who), CHECKS)
+        assert [(v.check, v.seq_ids) for v in found] == [("E23", pair)]
+        assert "embeddings of its own" in found[0].message
+    w = embedded(recorded(), "r2").workload
+    assert EngineWorkload.from_json(w.to_json()) == w
+    assert "prompts carrying embeddings, which this engine's adapter does not drive" in " ".join(
+        unsupported(w, PLAIN, ("normal",))
+    )
+    assert EMBEDS_APART in labels(SGLANG.features) and EMBEDS_APART not in labels(PLAIN)
+    assert EMBEDS_APART in observe(embedded(recorded(), "r1"))

@@ -88,6 +88,9 @@ class Sglang:
         chunk_aborts=True,
         # LoRA adapters (`--enable-lora`, `--max-loras-per-batch`; a request's `lora_id`)
         adapters=True,
+        # prompts carrying embeddings of their own (`positional_embed_overrides`: the tree
+        # neither matches nor keeps such a request's KV)
+        embeds=True,
         # streaming sessions (`--enable-streaming-session`, `/open_session` with streaming):
         # a session's turns are requests of it, its KV held in its slot between them
         sessions=2,

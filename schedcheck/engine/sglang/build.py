@@ -281,7 +281,21 @@ class Build:
             # its LoRA adapter: the scheduler admits by it, and joins it to the extra key
             lora_id=request.adapter or None,
             routing_key=request.routing_key or None,
+            **self._embeds(request),
         )
+
+    def _embeds(self, request: EngineRequest) -> dict[str, Any]:
+        """A prompt carrying embeddings of its own (EngineRequest.embeds), as a client
+        sends one (`positional_embed_overrides`: an embedding to put at its first
+        position; the simulated model reads none, what counts is that the request's KV
+        is not its tokens' alone). Nothing for a request without, so that a release
+        whose requests have no such field is sent what it reads."""
+        if not request.embeds:
+            return {}
+        from sglang.srt.managers.embed_types import PositionalEmbeds
+
+        hidden = self.torch.zeros(1, TINY_LLAMA["hidden_size"])
+        return {"positional_embed_overrides": PositionalEmbeds(embeds=hidden, positions=[0])}
 
     def open_session(self, name: str) -> Any:
         """A streaming session of id `name`, as a client opens one (`/open_session` with

@@ -552,6 +552,8 @@ def render(setup: EngineSetup, trace: EngineTrace) -> Rendered | str:
         return "LoRA adapters (the test builds a server of none)"
     if any(r.routing_key for r in w.requests):
         return "routing keys (the test sends none)"
+    if any(r.embeds for r in w.requests):
+        return "prompts carrying embeddings (the test sends token ids alone)"
     if any(r.session for r in w.requests):
         return "a streaming session (the test sends each request once, as one turn)"
     release = _release(root)

@@ -260,6 +260,59 @@ ADAPTER_MUTANTS = (
 """Mutants of SGLang's LoRA admission and cache key (tests/engine/test_sglang_adapters.py)."""
 
 
+def embeds_kept(scheduler: Any) -> None:
+    """A request whose prompt carries embeddings of its own has its KV kept in the radix
+    tree all the same (`skip_radix_cache_insert` cleared as it is queued): a later request
+    of the same tokens is served KV the overrides computed."""
+    add = scheduler._add_request_to_queue
+
+    def kept(req: Any, is_retracted: bool = False) -> None:
+        req.skip_radix_cache_insert = False
+        add(req, is_retracted=is_retracted)
+
+    scheduler._add_request_to_queue = kept
+
+
+def embeds_matched(scheduler: Any) -> None:
+    """A request whose prompt carries embeddings of its own is matched against the tree
+    like any other (its overrides hidden from `init_next_round_input`): it starts over KV
+    computed from its tokens alone."""
+    add = scheduler._add_request_to_queue
+
+    def matched(req: Any, is_retracted: bool = False) -> None:
+        if req.positional_embed_overrides is not None:
+            init = req.init_next_round_input
+
+            def plain_match(*args: Any, **kwargs: Any) -> Any:
+                held, req.positional_embed_overrides = req.positional_embed_overrides, None
+                try:
+                    return init(*args, **kwargs)
+                finally:
+                    req.positional_embed_overrides = held
+
+            req.init_next_round_input = plain_match
+        add(req, is_retracted=is_retracted)
+
+    scheduler._add_request_to_queue = matched
+
+
+EMBEDS_MUTANTS = (
+    SglangMutant(
+        "embeds_kept",
+        "E23",
+        "a request's KV computed with embedding overrides kept in the radix tree",
+        embeds_kept,
+    ),
+    SglangMutant(
+        "embeds_matched",
+        "E23",
+        "a request carrying embedding overrides matched against the radix tree",
+        embeds_matched,
+    ),
+)
+"""Mutants of SGLang's rule for prompts carrying embeddings (tests/engine/test_sglang_embeds.py)."""
+
+
 def session_kv_leaked(scheduler: Any) -> None:
     """A streaming session's slot is never released when its client closes it: its KV
     and its row stay held by nobody."""
