@@ -1163,15 +1163,18 @@ ENTRIES: tuple[EngineCheck, ...] = (
     EngineCheck(
         id="E23",
         title="a request reads cached KV only where a request of its own cache namespace and "
-        "LoRA adapter wrote it",
+        "LoRA adapter wrote it (a prompt carrying embeddings: its own KV only)",
         symptom="a client's prompt is served from another namespace's cache: the isolation "
         "it asked for (a salt, an extra key) is broken, though every output is right; or a "
-        "request runs on KV another adapter (or the base model) computed: its outputs wrong",
+        "request runs on KV another adapter (or the base model), or another prompt's "
+        "embeddings, computed: its outputs wrong",
         likely_bugs=(
             "the prefix cache keyed by the tokens alone, the namespace or the adapter left "
             "out of the key or the hash",
             "a match that compares the namespace of the first block only",
             "the namespace and the adapter joined into one key so that two pairs meet",
+            "a request whose prompt carries embeddings skipped by the match but its KV "
+            "still inserted into the cache under its tokens",
         ),
         function=check_e23,
     ),

@@ -88,8 +88,10 @@ def test_a_namespace_round_trips_is_checked_and_is_refused_where_not_driven() ->
 def test_namespaces_are_drawn_only_where_the_engine_has_them(data: st.DataObject) -> None:
     sglang = data.draw(engine_workloads(features=SGLANG.features))
     assert all(r.namespace in ("", "a", "b") for r in sglang.requests)
+    # a prompt carrying embeddings: never in a workload that drafts, nor a session's
+    assert not any(r.embeds and (sglang.drafts or r.session) for r in sglang.requests)
     plain = data.draw(engine_workloads(features=PLAIN))
-    assert not any(r.namespace for r in plain.requests)
+    assert not any(r.namespace or r.embeds for r in plain.requests)
     assert NAMESPACE_APART in labels(SGLANG.features) and NAMESPACE_APART not in labels(PLAIN)
 
 
