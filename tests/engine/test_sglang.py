@@ -19,7 +19,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,18 @@ def sglang() -> Iterator[LocalEngine]:
 def build(engine: LocalEngine) -> Any:
     """The SGLang build the engine drives (where the mutants patch the release)."""
     return engine.loaded.build
+
+
+def run_patched(
+    engine: LocalEngine, patch: Callable[[Any], None], workload: EngineWorkload
+) -> EngineTrace:
+    """The workload run on a Scheduler `patch` changed as it was built (a mutant, a fix),
+    the build unpatched again after, however the run ended."""
+    build(engine).patch = patch
+    try:
+        return engine.run(workload)
+    finally:
+        build(engine).patch = None
 
 
 SLOTS = {1: 16, 2: 18}  # by page size: a pool where the third request does not fit
@@ -172,11 +184,7 @@ def test_sglang_01_a_retracted_request_refused_by_the_queue_limit(
     every = active(frozenset(), SGLANG.policies_on)
     build(sglang).patch = None
     assert [v.check for v in check_engine(sglang.run(workload), every)][:1] == ["E20"]
-    build(sglang).patch = retracted_exempt
-    try:
-        trace = sglang.run(workload)
-    finally:
-        build(sglang).patch = None
+    trace = run_patched(sglang, retracted_exempt, workload)
     assert trace.failure is None and check_engine(trace, every) == []
     assert PREEMPTION in observe(trace)
 

@@ -19,7 +19,7 @@ from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
 from schedcheck.engine.sglang.build import keyed
 from schedcheck.engine.strategies import ADAPTERS_FULL
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from tests.engine.test_sglang import CHECKS, LOOPS, build
+from tests.engine.test_sglang import CHECKS, LOOPS, build, run_patched
 from tests.engine.test_sglang import sglang as sglang  # the module's engine fixture
 from tests.engine_subjects.sglang.mutants import ADAPTER_MUTANTS, SglangMutant
 
@@ -59,11 +59,7 @@ def test_a_step_runs_as_many_adapters_as_served_and_none_shares_kv(
 def test_each_adapter_mutant_is_caught_by_its_check(
     sglang: LocalEngine, mutant: SglangMutant, loop: str
 ) -> None:
-    build(sglang).patch = mutant.patch
-    try:
-        trace = sglang.run(served(1, loop))
-    finally:
-        build(sglang).patch = None
+    trace = run_patched(sglang, mutant.patch, served(1, loop))
     found = check_engine(trace, CHECKS)
     assert found and found[0].check == mutant.check, found
 

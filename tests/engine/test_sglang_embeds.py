@@ -15,7 +15,7 @@ from schedcheck.engine.search import search_engine
 from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
 from schedcheck.engine.strategies import EMBEDS_APART
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from tests.engine.test_sglang import CHECKS, LOOPS, build
+from tests.engine.test_sglang import CHECKS, LOOPS, build, run_patched
 from tests.engine.test_sglang import sglang as sglang  # the module's engine fixture
 from tests.engine_subjects.sglang.mutants import EMBEDS_MUTANTS, SglangMutant
 
@@ -61,11 +61,7 @@ def test_a_prompt_carrying_embeddings_reads_no_cached_kv_and_lends_none(
 def test_each_embeds_mutant_is_caught_by_e23(
     sglang: LocalEngine, mutant: SglangMutant, loop: str
 ) -> None:
-    build(sglang).patch = mutant.patch
-    try:
-        trace = sglang.run(overridden(loop))
-    finally:
-        build(sglang).patch = None
+    trace = run_patched(sglang, mutant.patch, overridden(loop))
     found = check_engine(trace, CHECKS)
     assert found and found[0].check == mutant.check, found
     assert "embeddings of its own" in found[0].message

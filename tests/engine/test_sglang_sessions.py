@@ -17,7 +17,7 @@ from schedcheck.engine.sglang.adapter import ADAPTER as SGLANG
 from schedcheck.engine.strategies import SESSION_CONTINUED, SESSION_QUEUED, observe
 from schedcheck.engine.trace import PAUSED
 from schedcheck.engine.workload import EngineConfig, EngineRequest, EngineWorkload
-from tests.engine.test_sglang import CHECKS, LOOPS, build
+from tests.engine.test_sglang import CHECKS, LOOPS, build, run_patched
 from tests.engine.test_sglang import sglang as sglang  # the module's engine fixture
 from tests.engine_subjects.sglang.mutants import SESSION_MUTANTS, SglangMutant
 
@@ -155,10 +155,6 @@ def test_each_session_mutant_is_caught_by_its_check(
     """On the turns above, in each loop: the release passes them (tested above), the mutant
     fails them by its check (a history one token short reads, in the overlap loop, the
     KV the extra decode computed for the dropped token first: E2 before E7)."""
-    build(sglang).patch = mutant.patch
-    try:
-        trace = sglang.run(in_loop(TURNS, loop))
-    finally:
-        build(sglang).patch = None
+    trace = run_patched(sglang, mutant.patch, in_loop(TURNS, loop))
     found = check_engine(trace, CHECKS)
     assert mutant.check in [v.check for v in found], found

@@ -16,6 +16,18 @@ class SglangMutant(NamedTuple):
     patch: Callable[[Any], None]
 
 
+def _each_queued(scheduler: Any, change: Callable[[Any], None]) -> None:
+    """Patch the scheduler so that `change` is made to each request as it is queued
+    (`_add_request_to_queue`: an arrival, and a retracted request requeued)."""
+    add = scheduler._add_request_to_queue
+
+    def changed(req: Any, is_retracted: bool = False) -> None:
+        change(req)
+        add(req, is_retracted=is_retracted)
+
+    scheduler._add_request_to_queue = changed
+
+
 def double_free(scheduler: Any) -> None:
     """A request's released slots are freed twice: its row's last range again."""
     tree = scheduler.tree_cache
@@ -65,13 +77,11 @@ def row_kept(scheduler: Any) -> None:
 
 def eos_ignored(scheduler: Any) -> None:
     """A request's eos and stop tokens are ignored: it runs on to max_new_tokens."""
-    add = scheduler._add_request_to_queue
 
-    def ignoring(req: Any, is_retracted: bool = False) -> None:
+    def ignoring(req: Any) -> None:
         req.sampling_params.ignore_eos = True
-        add(req, is_retracted=is_retracted)
 
-    scheduler._add_request_to_queue = ignoring
+    _each_queued(scheduler, ignoring)
 
 
 def row_on_free_page(scheduler: Any) -> None:
@@ -110,26 +120,22 @@ def gap_ignored(scheduler: Any) -> None:
 def namespace_dropped(scheduler: Any) -> None:
     """A request's cache namespace (`extra_key`, `cache_salt`) dropped as it is queued: the
     radix tree matches it against every namespace's prefixes."""
-    add = scheduler._add_request_to_queue
 
-    def keyless(req: Any, is_retracted: bool = False) -> None:
+    def keyless(req: Any) -> None:
         req.extra_key, req.cache_salt = None, None
-        add(req, is_retracted=is_retracted)
 
-    scheduler._add_request_to_queue = keyless
+    _each_queued(scheduler, keyless)
 
 
 def logprob_cap_ignored(scheduler: Any) -> None:
     """A request's prefix match not capped at its logprob start: the tree may supply
     positions whose prompt logprobs its client asked (the cap of
     `Req._compute_max_prefix_len`, left out for each request queued)."""
-    add = scheduler._add_request_to_queue
 
-    def uncapped(req: Any, is_retracted: bool = False) -> None:
+    def uncapped(req: Any) -> None:
         req._compute_max_prefix_len = lambda input_len: max(input_len - 1, 0)
-        add(req, is_retracted=is_retracted)
 
-    scheduler._add_request_to_queue = uncapped
+    _each_queued(scheduler, uncapped)
 
 
 def retracts_by_length(scheduler: Any) -> None:
@@ -232,15 +238,13 @@ def adapter_limit_ignored(scheduler: Any) -> None:
 def adapter_key_dropped(scheduler: Any) -> None:
     """A request's LoRA adapter not joined to its extra key as it is queued: the radix tree
     matches it against the base model's and every adapter's prefixes."""
-    add = scheduler._add_request_to_queue
 
-    def keyless(req: Any, is_retracted: bool = False) -> None:
+    def keyless(req: Any) -> None:
         lora, key = req.lora_id, req.extra_key
         if lora and key and key.endswith(lora):
             req.extra_key = key[: -len(lora)] or None
-        add(req, is_retracted=is_retracted)
 
-    scheduler._add_request_to_queue = keyless
+    _each_queued(scheduler, keyless)
 
 
 ADAPTER_MUTANTS = (
@@ -264,36 +268,33 @@ def embeds_kept(scheduler: Any) -> None:
     """A request whose prompt carries embeddings of its own has its KV kept in the radix
     tree all the same (`skip_radix_cache_insert` cleared as it is queued): a later request
     of the same tokens is served KV the overrides computed."""
-    add = scheduler._add_request_to_queue
 
-    def kept(req: Any, is_retracted: bool = False) -> None:
+    def kept(req: Any) -> None:
         req.skip_radix_cache_insert = False
-        add(req, is_retracted=is_retracted)
 
-    scheduler._add_request_to_queue = kept
+    _each_queued(scheduler, kept)
 
 
 def embeds_matched(scheduler: Any) -> None:
     """A request whose prompt carries embeddings of its own is matched against the tree
     like any other (its overrides hidden from `init_next_round_input`): it starts over KV
     computed from its tokens alone."""
-    add = scheduler._add_request_to_queue
 
-    def matched(req: Any, is_retracted: bool = False) -> None:
-        if req.positional_embed_overrides is not None:
-            init = req.init_next_round_input
+    def matched(req: Any) -> None:
+        if req.positional_embed_overrides is None:
+            return
+        init = req.init_next_round_input
 
-            def plain_match(*args: Any, **kwargs: Any) -> Any:
-                held, req.positional_embed_overrides = req.positional_embed_overrides, None
-                try:
-                    return init(*args, **kwargs)
-                finally:
-                    req.positional_embed_overrides = held
+        def plain_match(*args: Any, **kwargs: Any) -> Any:
+            held, req.positional_embed_overrides = req.positional_embed_overrides, None
+            try:
+                return init(*args, **kwargs)
+            finally:
+                req.positional_embed_overrides = held
 
-            req.init_next_round_input = plain_match
-        add(req, is_retracted=is_retracted)
+        req.init_next_round_input = plain_match
 
-    scheduler._add_request_to_queue = matched
+    _each_queued(scheduler, matched)
 
 
 EMBEDS_MUTANTS = (
